@@ -1,0 +1,264 @@
+"""The sweep driver: searches on the host, buckets of slots on the device, results in the store.
+
+The driver is resumable by construction: the state of every threshold search is replayed from the
+runs already in the store, in-flight runs come back from their bucket's checkpoint, and everything
+else is recomputed deterministically. SIGINT / SIGTERM stop it at the next segment end, after the
+finished runs are stored and the slots checkpointed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import signal
+import time
+from pathlib import Path
+
+import jax
+
+from jaxmem import search as searching
+from jaxmem import __version__
+from jaxmem.executor import BucketRunner, Finished, choose_slots
+from jaxmem.experiments import get as get_experiment
+from jaxmem.expr import evaluate
+from jaxmem.lock import OutputLock
+from jaxmem.plan import Bucket, Run, bucket_of, make_run, padding_waste, point_id
+from jaxmem.progress import Progress
+from jaxmem.program import Settings
+from jaxmem.reporting import report
+from jaxmem.spec import SweepSpec
+from jaxmem.store import Store, StoreError
+
+log = logging.getLogger("jaxmem")
+
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+
+class Interrupted(RuntimeError):
+    """The sweep was stopped by a signal after saving everything; rerun to resume."""
+
+    def __init__(self, signum: int):
+        self.signum = signum
+        super().__init__(f"stopped by {signal.Signals(signum).name}; results and checkpoints are saved, "
+                         "rerun the same command to resume")
+
+
+@dataclasses.dataclass
+class Unit:
+    """One (grid point, seed) pair: a threshold search, or a plain set of runs (one per learning rate)."""
+
+    point: dict
+    seed: int
+
+    @property
+    def id(self) -> str:
+        return f"{point_id(self.point)}/{self.seed}"
+
+
+class Sweep:
+    def __init__(self, spec: SweepSpec, out_dir: Path, store: Store, progress: Progress, devices=None):
+        self.spec, self.out_dir, self.store, self.progress = spec, out_dir, store, progress
+        self.exp = get_experiment(spec.experiment)
+        self.devices = list(devices or jax.local_devices())
+        self.units = [Unit(p, s) for p in spec.points for s in spec.seeds]
+        self.outcomes = store.finished_runs()
+        self.searches_done = store.finished_searches()
+        self.runners: dict[str, BucketRunner] = {}
+        self.pending: dict[str, Run] = {}
+        self.turn = 0
+        search, train = spec.search, spec.train
+        threshold = search.threshold if search else (train.early_stop if train.early_stop is not None else math.inf)
+        self.success_threshold = threshold
+        self.settings = Settings(steps=train.steps, eval_every=train.eval_every, metric=train.metric,
+                                 hit_threshold=threshold,
+                                 stop_threshold=train.early_stop if train.early_stop is not None else math.inf)
+        self.stop_signal: int | None = None
+
+    # -- what is left to run ---------------------------------------------------------------------
+    def _runs_for(self, unit: Unit, value: int | None, round_: int) -> list[Run]:
+        variable = self.spec.search.variable if self.spec.search else None
+        return [make_run(unit.point, unit.seed, lr, variable, value, round_) for lr in self.spec.train.learning_rates]
+
+    def _probe_outcome(self, unit: Unit, value: int) -> bool | None:
+        results = [self.outcomes.get(r.run_id) for r in self._runs_for(unit, value, 0)]
+        if any(r is None for r in results):
+            return None
+        return any(success for success, _ in results)
+
+    def _bracket(self, unit: Unit) -> searching.Bracket:
+        s = self.spec.search
+        lo, hi = (int(evaluate(b, unit.point)) for b in (s.lo, s.hi))
+        return searching.start(s, lo, hi)
+
+    def refresh(self) -> list[dict]:
+        """Recompute the pending runs of every open unit; return rows of searches that just finished."""
+        pending, finished_searches = {}, []
+        for unit in self.units:
+            if self.spec.search is None:
+                runs = [r for r in self._runs_for(unit, None, 0) if r.run_id not in self.outcomes]
+            else:
+                if unit.id in self.searches_done:
+                    continue
+                bracket, values = searching.replay(self.spec.search, self._bracket(unit),
+                                                   lambda v, u=unit: self._probe_outcome(u, v))
+                if bracket.done:
+                    finished_searches.append(self._search_row(unit, bracket))
+                    self.searches_done.add(unit.id)
+                    continue
+                runs = [r for v in values for r in self._runs_for(unit, v, bracket.rounds)
+                        if r.run_id not in self.outcomes]
+            pending.update((r.run_id, r) for r in runs)
+        self.pending = pending
+        return finished_searches
+
+    def _search_row(self, unit: Unit, b: searching.Bracket) -> dict:
+        config = self.exp.complete(unit.point)
+        at_capacity = {**config, self.spec.search.variable: b.capacity} if not math.isnan(b.capacity) else None
+        return {"unit": unit.id, "point": point_id(unit.point), "seed": unit.seed, "config": unit.point,
+                "variable": self.spec.search.variable, "capacity": b.capacity, "first_failure": b.first_failure,
+                "censored": b.censored, "rounds": b.rounds, "probes": b.probes, "non_monotone": b.non_monotone,
+                "params": self.exp.num_params(config),
+                "bits": self.exp.info_bits(at_capacity) if at_capacity else math.nan, "status": "done"}
+
+    # -- buckets -----------------------------------------------------------------------------------
+    def bucket_for(self, run: Run) -> Bucket:
+        """The run's bucket. A searched value is padded to at least `engine.search_pad_floor` times the
+        point's initial upper bound: the small early probes share the programs of larger ones instead
+        of each compiling its own (on a CPU a compile costs more than all the small runs together)."""
+        config = self.exp.complete(run.config)
+        if self.spec.search is not None:
+            search = self.spec.search
+            floor = math.ceil(self.spec.engine.search_pad_floor * evaluate(search.hi, config))
+            config[search.variable] = max(config[search.variable], floor)
+        return bucket_of(self.exp, config, self.spec.engine.pad_ratio)
+
+    def _runner(self, run: Run) -> BucketRunner:
+        bucket = self.bucket_for(run)
+        runner = self.runners.get(bucket.id)
+        if runner is None:
+            runner = self._new_runner(bucket, run)
+            self.runners[bucket.id] = runner
+        return runner
+
+    def _new_runner(self, bucket: Bucket, run: Run) -> BucketRunner:
+        meta_key = f"slots:{bucket.id}"
+        stored = self.store.meta().get(meta_key)
+        if stored is None:
+            queued = sum(1 for r in self.pending.values() if self.bucket_for(r) == bucket)
+            slots = choose_slots(self.exp.flops_per_step(self.exp.complete(run.config)), queued, self.devices,
+                                 self.spec.engine.max_slots)
+            self.store.set_meta({meta_key: str(slots)})
+        else:
+            slots = int(stored)
+        self.progress.note(f"compiling bucket {bucket.id} ({bucket.label()}) with {slots} slots")
+        return BucketRunner(self.exp, bucket, self.settings, slots, run, self.devices,
+                            self.out_dir / "checkpoints" / bucket.id, self.pending.get, self.spec.engine.segment_seconds,
+                            on_compile=lambda s: self.store.add_compile(bucket.id, s, time.time()))
+
+    # -- main loop -----------------------------------------------------------------------------------
+    def run(self) -> None:
+        while True:
+            self.store.add_searches(self.refresh())
+            for run in self.pending.values():
+                self._runner(run).enqueue(run)
+            self._check_signal()
+            active = [r for r in self.runners.values() if r.has_work()]
+            self.progress.update(done=len(self.outcomes), pending=len(self.pending),
+                                 searches=(len(self.searches_done), len(self.units) if self.spec.search else 0))
+            if not active:
+                break
+            runner = active[self.turn % len(active)]
+            self.turn += 1
+            finished, trajectory, steps = runner.step()
+            self.store.add_runs([self._run_row(f, runner) for f in finished],
+                                trajectory if self.spec.engine.record_trajectory else ())
+            self.outcomes.update((f.run.run_id, (self._success(f), f.diverged)) for f in finished)
+            runner.checkpoint()
+            self.progress.advance(steps=steps, runs=len(finished))
+            for f in finished:
+                if f.diverged:
+                    self.progress.note(f"run {f.run.run_id} ({_describe(f.run)}) diverged (NaN/inf) after "
+                                       f"{f.steps} steps; frozen and recorded")
+        for runner in self.runners.values():
+            runner.close(remove_checkpoints=True)
+
+    def _success(self, f: Finished) -> bool:
+        return f.best >= self.success_threshold
+
+    def _run_row(self, f: Finished, runner: BucketRunner) -> dict:
+        r = f.run
+        return {"run_id": r.run_id, "point": r.point, "seed": r.seed, "lr": r.lr, "value": r.value, "round": r.round,
+                "config": r.config, "bucket": runner.bucket.id, "max_metric": f.best,
+                "final_metric": f.final.get(self.settings.metric), "final_loss": f.final.get("loss"),
+                "steps_run": f.steps, "steps_to_threshold": f.hit_step if f.hit_step >= 0 else None,
+                "diverged": f.diverged, "success": self._success(f), "wall_time_s": f.wall,
+                "device": runner.device, "finished_at": time.time()}
+
+    def request_stop(self, signum, _frame=None) -> None:
+        if self.stop_signal is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.stop_signal = signum
+        self.progress.note(f"{signal.Signals(signum).name} received: finishing the current segment and saving")
+
+    def _check_signal(self) -> None:
+        if self.stop_signal is not None:
+            for runner in self.runners.values():
+                runner.close()
+            raise Interrupted(self.stop_signal)
+
+    def bucket_report(self) -> list[dict]:
+        """Buckets in use with slots, compile seconds and padding waste (for status and dry runs)."""
+        rows = []
+        for runner in self.runners.values():
+            configs = [self.exp.complete(r.config) for r in runner.slots if r] or [self.exp.complete(runner.template.config)]
+            rows.append({"bucket": runner.bucket.id, "shape": runner.bucket.label(), "slots": runner.n_slots,
+                         "compile_s": round(runner.compile_seconds, 2),
+                         "padding_waste": round(padding_waste(self.exp, runner.bucket, configs), 3)})
+        return rows
+
+
+def _describe(run: Run) -> str:
+    return f"seed={run.seed}, lr={run.lr:g}" + (f", value={run.value}" if run.value is not None else "")
+
+
+def claim(store: Store, spec: SweepSpec) -> None:
+    """Bind an output folder to one sweep; refuse a folder holding another."""
+    meta = store.meta()
+    if "fingerprint" in meta and meta["fingerprint"] != spec.fingerprint:
+        raise StoreError(f"output folder {store.path.parent} holds a different sweep "
+                         f"({meta.get('spec', '?')}, preset {meta.get('preset', '?') or 'none'}); "
+                         "choose another --out or delete the folder")
+    store.set_meta({"fingerprint": spec.fingerprint, "spec": spec.name, "preset": spec.preset,
+                    "experiment": spec.experiment, "jaxmem_version": __version__,
+                    "resolved_spec": json.dumps(spec.resolved, sort_keys=True, default=str)})
+
+
+def run_sweep(spec: SweepSpec, out_dir: Path, quiet: bool = False, devices=None) -> Path:
+    """Run (or resume) a sweep into `out_dir`, then write its report; returns the report path."""
+    out_dir = Path(out_dir)
+    with OutputLock(out_dir):
+        store = Store(out_dir)
+        try:
+            claim(store, spec)
+            progress = Progress(quiet=quiet, title=f"{spec.name} [{spec.preset or 'base'}]")
+            for skipped in spec.skipped:
+                progress.note(f"skipped impossible point: {skipped}")
+            sweep = Sweep(spec, out_dir, store, progress, devices)
+            started = time.time()
+            previous = float(store.meta().get("elapsed_s", 0.0))
+            handlers = {s: signal.signal(s, sweep.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                with progress:
+                    sweep.run()
+            finally:
+                for s, h in handlers.items():
+                    signal.signal(s, h)
+                store.set_meta({"elapsed_s": str(previous + time.time() - started),
+                                "device": f"{sweep.devices[0].platform} x{len(sweep.devices)} "
+                                          f"({sweep.devices[0].device_kind})"})
+        finally:
+            store.close()
+    return report(out_dir)

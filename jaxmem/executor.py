@@ -1,0 +1,182 @@
+"""Host side of one bucket: a fixed number of run slots, a queue, and the compiled segment program.
+
+Between segments the host retires finished runs (success, budget, divergence) and refills their
+slots from the queue, so the program stays full of live work (DESIGN: runs as slots).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import time
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+from jaxmem.checkpoint import SlotCheckpoints
+from jaxmem.experiments.base import Experiment
+from jaxmem.plan import Bucket, Run
+from jaxmem.program import Settings, dyn_arrays, make_segment
+
+# Work per step (FLOPs) one program should hold before more runs stop paying off.
+TARGET_FLOPS = {"cpu": 2e7, "gpu": 2e10, "tpu": 2e10}
+MAX_SLOTS = {"cpu": 64, "gpu": 4096, "tpu": 4096}
+
+
+def choose_slots(flops_per_run: float, queued: int, devices: list, max_slots: int = 0) -> int:
+    """Slots for a new bucket: enough runs to fill the device, no more than are waiting, a power of
+    two, and a multiple of the device count."""
+    platform = devices[0].platform
+    if max_slots:
+        cap = max_slots
+    else:
+        cap = int(np.clip(TARGET_FLOPS.get(platform, 2e10) / max(flops_per_run, 1.0), 1, MAX_SLOTS.get(platform, 4096)))
+    wanted = max(1, min(cap, queued))
+    slots = 1 << (wanted - 1).bit_length()
+    if slots > cap:
+        slots //= 2
+    n = len(devices)
+    return max(n, -(-slots // n) * n)
+
+
+@dataclasses.dataclass
+class Finished:
+    run: Run
+    best: float
+    final: dict
+    steps: int
+    hit_step: int
+    diverged: bool
+    wall: float
+
+
+class BucketRunner:
+    def __init__(self, exp: Experiment, bucket: Bucket, settings: Settings, slots: int, template: Run,
+                 devices: list, checkpoint_dir, lookup: Callable[[str], Run | None],
+                 segment_seconds: float = 2.0, on_compile: Callable[[float], None] = lambda s: None):
+        self.exp, self.bucket, self.settings = exp, bucket, settings
+        self.n_slots, self.segment_seconds = slots, segment_seconds
+        self.slots: list[Run | None] = [None] * slots
+        self.wall = np.zeros(slots)
+        self.queue: collections.deque[Run] = collections.deque()
+        self.queued_ids: set[str] = set()
+        self.sec_per_block: float | None = None
+        self.device = f"{devices[0].platform}:{len(devices)}"
+        mesh = Mesh(np.array(devices), ("runs",))
+        self.shard = NamedSharding(mesh, P("runs"))
+        self.replicated = NamedSharding(mesh, P())
+        self.template = template
+        self.dyn = dyn_arrays([exp.dynamic(template.config)] * slots, [template.lr] * slots)
+        self.seeds = np.full(slots, template.seed, np.int32)
+        self.problem_index = np.full(slots, template.problem_index, np.int32)
+        segment, init_all = make_segment(exp, bucket.shape_dict, settings)
+        self.abstract_state = jax.eval_shape(init_all, self.seeds, self.problem_index, self.dyn)
+        self.abstract_state = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=self.shard),
+                                           self.abstract_state)
+        start = time.perf_counter()
+        args = self._args(np.ones(slots, bool), np.zeros(slots, bool), 1, slots + 1)
+        self.program = jax.jit(segment, donate_argnums=0).lower(self.abstract_state, *args).compile()
+        self.compile_seconds = time.perf_counter() - start
+        on_compile(self.compile_seconds)
+        self.checkpoints = SlotCheckpoints(checkpoint_dir)
+        self.state = None
+        self._restore(lookup)
+
+    # -- slot bookkeeping -------------------------------------------------------------------------
+    @property
+    def occupied(self) -> int:
+        return sum(r is not None for r in self.slots)
+
+    def has_work(self) -> bool:
+        return bool(self.queue) or self.occupied > 0
+
+    def holds(self, run_id: str) -> bool:
+        return run_id in self.queued_ids or any(r is not None and r.run_id == run_id for r in self.slots)
+
+    def enqueue(self, run: Run) -> None:
+        if not self.holds(run.run_id):
+            self.queue.append(run)
+            self.queued_ids.add(run.run_id)
+
+    def _place(self, i: int, run: Run) -> None:
+        self.slots[i] = run
+        for k, v in self.exp.dynamic(run.config).items():
+            self.dyn[k][i] = v
+        self.dyn["lr"][i] = run.lr
+        self.seeds[i], self.problem_index[i] = run.seed, run.problem_index
+
+    def _args(self, refill, vacant, max_blocks, stop_after):
+        put = lambda x: jax.device_put(x, self.shard)  # noqa: E731
+        scalar = lambda x: jax.device_put(np.int32(x), self.replicated)  # noqa: E731
+        return (jax.tree.map(put, self.dyn), put(self.seeds), put(self.problem_index), put(refill), put(vacant),
+                scalar(max_blocks), scalar(stop_after))
+
+    # -- running ---------------------------------------------------------------------------------
+    def step(self) -> tuple[list[Finished], list[tuple[str, int, dict]], int]:
+        """Run one segment; return the runs that finished, trajectory points, and steps taken."""
+        refill = np.zeros(self.n_slots, bool) if self.state is not None else np.ones(self.n_slots, bool)
+        for i in range(self.n_slots):
+            if self.slots[i] is None and self.queue:
+                run = self.queue.popleft()
+                self.queued_ids.discard(run.run_id)
+                self._place(i, run)
+                self.wall[i] = 0.0
+                refill[i] = True
+        vacant = np.array([r is None for r in self.slots])
+        state = self.state if self.state is not None else self._blank_state()
+        before = np.asarray(state.step) if self.state is not None else np.zeros(self.n_slots, np.int32)
+        before = np.where(refill, 0, before)
+        max_blocks = 1 if self.sec_per_block is None else max(1, int(self.segment_seconds / self.sec_per_block))
+        stop_after = max(1, self.n_slots // 4) if self.queue else self.n_slots + 1
+        start = time.perf_counter()
+        self.state, blocks = self.program(state, *self._args(refill, vacant, max_blocks, stop_after))
+        summary = jax.device_get({"done": self.state.done, "diverged": self.state.diverged, "best": self.state.best,
+                                  "hit": self.state.hit_step, "step": self.state.step, "last": self.state.last})
+        elapsed = time.perf_counter() - start
+        blocks = int(blocks)
+        if blocks:
+            per_block = elapsed / blocks
+            self.sec_per_block = per_block if self.sec_per_block is None else 0.5 * (self.sec_per_block + per_block)
+        live = ~vacant
+        self.wall[live] += elapsed / max(live.sum(), 1)
+        steps_taken = int(np.sum((summary["step"] - before)[live]))
+        trajectory = [(r.run_id, int(summary["step"][i]), {k: float(v[i]) for k, v in summary["last"].items()})
+                      for i, r in enumerate(self.slots) if r is not None]
+        finished = []
+        for i, run in enumerate(self.slots):
+            if run is not None and summary["done"][i]:
+                finished.append(Finished(run=run, best=float(summary["best"][i]),
+                                         final={k: float(v[i]) for k, v in summary["last"].items()},
+                                         steps=int(summary["step"][i]), hit_step=int(summary["hit"][i]),
+                                         diverged=bool(summary["diverged"][i]), wall=float(self.wall[i])))
+                self.slots[i] = None
+        return finished, trajectory, steps_taken
+
+    def _blank_state(self):
+        return jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype, device=self.shard), self.abstract_state)
+
+    # -- checkpoints -----------------------------------------------------------------------------
+    def checkpoint(self) -> None:
+        if self.state is not None and self.occupied:
+            self.checkpoints.save(self.state, {"slots": [r.run_id if r else None for r in self.slots],
+                                               "wall": self.wall.tolist(), "n_slots": self.n_slots})
+
+    def _restore(self, lookup: Callable[[str], Run | None]) -> None:
+        restored = self.checkpoints.restore(self.abstract_state)
+        if restored is None:
+            return
+        state, meta = restored
+        if meta.get("n_slots") != self.n_slots:
+            return
+        for i, run_id in enumerate(meta["slots"]):
+            run = lookup(run_id) if run_id else None
+            if run is not None:
+                self._place(i, run)
+                self.wall[i] = meta["wall"][i]
+        self.state = state
+
+    def close(self, remove_checkpoints: bool = False) -> None:
+        self.checkpoints.close(remove=remove_checkpoints)

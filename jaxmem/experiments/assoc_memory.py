@@ -1,0 +1,185 @@
+"""Associative memories (Nichani, Lee, Bietti 2024, §3): how many input→output pairs fit in d² or 2md weights.
+
+Inputs x ∈ [N] with embeddings e_x and outputs y ∈ [M] with unembeddings u_y, all i.i.d. uniform on
+the unit sphere of R^d and frozen (§3 Setup). The target map is the authors' f*(x) = ⌊x·M/N⌋, i.e. the
+identity when M = N (Fig 1) and contiguous blocks when M is fixed (Fig 6; equivalent to x mod M up to
+relabelling). Models, each predicting argmax_y u_yᵀ F(e_x):
+
+- `linear`:  F(e) = W e, W ∈ R^{d×d} (eq. 1; d² parameters).
+- `lowrank`: F(e) = U Vᵀ e with V ∈ R^{d×m} fixed Gaussian, only U trained (Thm 1 low-rank; md params).
+- `mlp`:     F(e) = Vᵀ σ(W e + b), ReLU, V, W ∈ R^{m×d} (eq. 2; counted as 2md params like the paper,
+             the authors' code adds the bias b).
+
+`init = "hebbian"` starts linear / lowrank memories at the Thm 1 construction W = Σ_x u_{f*(x)} e_xᵀ
+(times Σ_i v_i v_iᵀ for lowrank); with zero training steps that measures the construction itself.
+"""
+
+from __future__ import annotations
+
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxmem import random as jr
+from jaxmem.experiments.base import Experiment, Field, bits
+
+MODELS = ("linear", "lowrank", "mlp")
+
+FIELDS = {
+    "model": Field(str, "memory architecture", choices=MODELS),
+    "d": Field(int, "embedding dimension", minimum=1),
+    "m": Field(int, "hidden width (mlp) or rank (lowrank); unused by linear", default=0, minimum=0),
+    "N": Field(int, "number of stored inputs", minimum=1),
+    "M": Field(int, "number of outputs; 0 means M = N (f* = identity)", default=0, minimum=0),
+    "init": Field(str, "standard (lecun_normal, as the authors) or hebbian (Thm 1)", default="standard",
+                  choices=("standard", "hebbian")),
+    "mlp_bias": Field(bool, "first-layer bias in the mlp (authors' code)", default=True),
+    "loss_form": Field(str, "log_softmax (stable) or log_of_softmax (authors' log(softmax(.)))",
+                       default="log_softmax", choices=("log_softmax", "log_of_softmax")),
+}
+
+
+def outputs(config) -> int:
+    """Effective number of outputs M (M = 0 stands for M = N)."""
+    return config["M"] or config["N"]
+
+
+def check(config) -> list[str]:
+    problems = []
+    if config["model"] in ("lowrank", "mlp") and config["m"] < 1:
+        problems.append(f"model {config['model']} needs m >= 1, got m = {config['m']}")
+    if config["init"] == "hebbian" and config["model"] == "mlp":
+        problems.append("init = 'hebbian' exists for the linear and lowrank memories only")
+    if config["M"] > config["N"]:
+        problems.append(f"M = {config['M']} > N = {config['N']}: some outputs would never be a target")
+    return problems
+
+
+def shape(config, pad) -> dict:
+    uses_width = config["model"] in ("lowrank", "mlp")
+    return {
+        "model": config["model"],
+        "init": config["init"],
+        "loss_form": config["loss_form"],
+        "mlp_bias": config["mlp_bias"] and config["model"] == "mlp",
+        "d": pad(config["d"]),
+        "m": pad(config["m"]) if uses_width else 1,
+        "N": pad(config["N"]),
+        "M": pad(outputs(config)),
+    }
+
+
+def dynamic(config) -> dict:
+    return {"d": config["d"], "m": max(config["m"], 1), "N": config["N"], "M": outputs(config)}
+
+
+def targets(shape, dyn) -> jax.Array:
+    """f*(x) = ⌊x·M/N⌋ for the active inputs (authors' code; identity when M = N), 0 on padding."""
+    x = jnp.arange(shape["N"])
+    return jnp.where(x < dyn["N"], (x * dyn["M"]) // dyn["N"], 0)
+
+
+def _lecun(unit_normal, fan_in_active, rows, cols):
+    """lecun_normal with the TRUE fan-in, zero outside the active block."""
+    return jnp.where(jr.block_mask(unit_normal.shape, rows, cols), unit_normal / jnp.sqrt(fan_in_active), 0.0)
+
+
+def init(key, shape, dyn):
+    d, m, n, mo = shape["d"], shape["m"], shape["N"], shape["M"]
+    w_shapes = {"linear": [(d, d)], "lowrank": [(d, m), (d, m)], "mlp": [(d, m), (m, d)]}[shape["model"]]
+    gauss = jr.normal_matrices(key, [(n, d), (mo, d)] + w_shapes, truncated=[False, False, True, shape["model"] == "mlp"])
+    problem = {"E": jr.sphere_rows(gauss[0], dyn["N"], dyn["d"]), "U": jr.sphere_rows(gauss[1], dyn["M"], dyn["d"])}
+    hebbian = problem["U"][targets(shape, dyn)].T @ problem["E"]  # Σ_x u_{f(x)} e_xᵀ; padded rows of E are 0
+    if shape["model"] == "linear":
+        standard = _lecun(gauss[2], dyn["d"], dyn["d"], dyn["d"])
+        params = {"W": hebbian if shape["init"] == "hebbian" else standard}
+    elif shape["model"] == "lowrank":
+        problem["V"] = jnp.where(jr.block_mask((d, m), dyn["d"], dyn["m"]), gauss[3], 0.0)
+        standard = _lecun(gauss[2], dyn["m"], dyn["d"], dyn["m"])
+        params = {"U": hebbian @ problem["V"] if shape["init"] == "hebbian" else standard}
+    else:
+        params = {"W1": _lecun(gauss[2], dyn["d"], dyn["d"], dyn["m"]), "W2": _lecun(gauss[3], dyn["m"], dyn["m"], dyn["d"])}
+        if shape["mlp_bias"]:
+            params["b"] = jnp.zeros(m)
+    return params, problem
+
+
+def memory_output(params, problem, shape) -> jax.Array:
+    """F(e_x) for every (padded) input, one row per x."""
+    E = problem["E"]
+    if shape["model"] == "linear":
+        return E @ params["W"].T
+    if shape["model"] == "lowrank":
+        return (E @ problem["V"]) @ params["U"].T
+    hidden = E @ params["W1"] + params.get("b", 0.0)
+    return jax.nn.relu(hidden) @ params["W2"]
+
+
+def logits(params, problem, shape, dyn) -> jax.Array:
+    """u_yᵀ F(e_x) over active outputs; padded outputs are -inf."""
+    raw = memory_output(params, problem, shape) @ problem["U"].T
+    return jnp.where(jr.active_mask(shape["M"], dyn["M"])[None, :], raw, -jnp.inf)
+
+
+def _log_probs(z, loss_form):
+    if loss_form == "log_of_softmax":
+        return jnp.log(jax.nn.softmax(z, axis=-1))
+    return jax.nn.log_softmax(z, axis=-1)
+
+
+def loss(params, problem, shape, dyn) -> jax.Array:
+    """Softmax cross-entropy over the M outputs, mean over the N inputs (full batch, §3.2)."""
+    z = logits(params, problem, shape, dyn)
+    y = targets(shape, dyn)
+    nll = -jnp.take_along_axis(_log_probs(z, shape["loss_form"]), y[:, None], axis=1)[:, 0]
+    rows = jr.active_mask(shape["N"], dyn["N"])
+    return jnp.sum(jnp.where(rows, nll, 0.0)) / dyn["N"]
+
+
+def evaluate(params, problem, shape, dyn) -> dict:
+    """Loss and accuracy of argmax_y u_yᵀ F(e_x) over all N inputs."""
+    z = logits(params, problem, shape, dyn)
+    hits = (jnp.argmax(z, axis=1) == targets(shape, dyn)) & jr.active_mask(shape["N"], dyn["N"])
+    return {"loss": loss(params, problem, shape, dyn), "accuracy": jnp.sum(hits) / dyn["N"]}
+
+
+def optimizer(dyn) -> optax.GradientTransformation:
+    """Adam with optax defaults and a constant rate (authors: optax.adamw with weight_decay = 0)."""
+    return optax.adam(dyn["lr"])
+
+
+def num_params(config) -> float:
+    """Parameters as the paper counts them: d² (linear), md (lowrank), 2md (mlp, bias not counted)."""
+    d, m = config["d"], config["m"]
+    return {"linear": d * d, "lowrank": m * d, "mlp": 2 * m * d}[config["model"]]
+
+
+def info_bits(config) -> float:
+    """Bits in the stored map: N log₂ M (lower bound of Thm 7 for zero loss)."""
+    return bits(config["N"], outputs(config))
+
+
+def flops_per_step(config) -> float:
+    """Forward + backward (≈ 3× forward) FLOPs of one full-batch step."""
+    d, m, n, mo = config["d"], max(config["m"], 1), config["N"], outputs(config)
+    body = {"linear": 2 * n * d * d, "lowrank": 4 * n * d * m, "mlp": 4 * n * d * m}[config["model"]]
+    return 3.0 * (body + 2 * n * mo * d)
+
+
+EXPERIMENT = Experiment(
+    name="assoc_memory",
+    doc="Linear / low-rank / MLP associative memories with random sphere embeddings (Nichani et al. §3)",
+    fields=FIELDS,
+    shape=shape,
+    dynamic=dynamic,
+    init=init,
+    loss=loss,
+    evaluate=evaluate,
+    optimizer=optimizer,
+    check=check,
+    num_params=num_params,
+    info_bits=info_bits,
+    flops_per_step=flops_per_step,
+)
+

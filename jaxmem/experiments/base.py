@@ -1,0 +1,87 @@
+"""The experiment interface: a handful of pure functions on ONE run.
+
+An experiment knows nothing about vmap, jit, devices or files (DESIGN.md). The engine pads the
+run's sizes to its bucket's static `shape`, passes everything that varies inside a bucket as the
+traced dict `dyn` (true sizes, learning rate, ...), and vmaps, scans and shards the functions below.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable, Mapping
+
+import jax
+import optax
+
+REQUIRED = object()
+
+Config = Mapping[str, Any]
+Shape = Mapping[str, Any]
+Dyn = Mapping[str, jax.Array]
+
+
+@dataclasses.dataclass(frozen=True)
+class Field:
+    """One configuration field of an experiment, with its validation rule."""
+
+    type: type
+    doc: str
+    default: Any = REQUIRED
+    choices: tuple = ()
+    minimum: float | None = None
+
+    def check(self, name: str, value: Any) -> str | None:
+        """Return an error message for a bad value, or None."""
+        if self.type is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if self.type is int and isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, self.type) or (self.type is not bool and isinstance(value, bool)):
+            return f"{name} must be of type {self.type.__name__}, got {value!r}"
+        if self.choices and value not in self.choices:
+            return f"{name} must be one of {list(self.choices)}, got {value!r}"
+        if self.minimum is not None and value < self.minimum:
+            return f"{name} must be >= {self.minimum}, got {value!r}"
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    """A family of runs, as pure functions.
+
+    shape(config, pad) -> static padded sizes (bucket key); `pad(n)` rounds a size up the padding ladder.
+    dynamic(config) -> per-run scalars traced inside the program (true sizes, options as numbers).
+    init(key, shape, dyn) -> (params, problem): trainable parameters and the fixed problem data.
+    loss(params, problem, shape, dyn) -> scalar training loss.
+    evaluate(params, problem, shape, dyn) -> dict of scalar metrics.
+    optimizer(dyn) -> optax transformation; dyn["lr"] is the run's learning rate.
+    check(config) -> list of problems that make the config impossible (skipped with a message).
+    num_params / info_bits / flops_per_step(config) -> numbers for reports and planning.
+    """
+
+    name: str
+    doc: str
+    fields: Mapping[str, Field]
+    shape: Callable[[Config, Callable[[int], int]], dict]
+    dynamic: Callable[[Config], dict]
+    init: Callable[[jax.Array, Shape, Dyn], tuple[Any, Any]]
+    loss: Callable[[Any, Any, Shape, Dyn], jax.Array]
+    evaluate: Callable[[Any, Any, Shape, Dyn], dict]
+    optimizer: Callable[[Dyn], optax.GradientTransformation]
+    check: Callable[[Config], list[str]]
+    num_params: Callable[[Config], float]
+    info_bits: Callable[[Config], float]
+    flops_per_step: Callable[[Config], float]
+    metrics: tuple[str, ...] = ("loss", "accuracy")
+
+    def complete(self, config: Config) -> dict:
+        """The config with defaults filled in (fields must already be validated)."""
+        full = {name: f.default for name, f in self.fields.items() if f.default is not REQUIRED}
+        full.update(config)
+        return full
+
+
+def bits(count: float, alphabet: float) -> float:
+    """Information needed to store `count` independent symbols of an `alphabet`-sized set."""
+    return count * math.log2(alphabet) if count > 0 and alphabet > 1 else 0.0

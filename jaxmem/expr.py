@@ -1,0 +1,90 @@
+"""Safe arithmetic expressions used in sweep specs (bounds, derived fields, report guides).
+
+Only numbers, names bound by the caller, arithmetic operators and a fixed set of math
+functions are allowed; anything else is rejected with a message naming the expression.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from typing import Mapping
+
+FUNCTIONS = {
+    "log": math.log,
+    "log2": math.log2,
+    "log10": math.log10,
+    "exp": math.exp,
+    "sqrt": math.sqrt,
+    "floor": math.floor,
+    "ceil": math.ceil,
+    "round": round,
+    "min": min,
+    "max": max,
+    "abs": abs,
+    "int": int,
+}
+
+_BINARY = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+
+
+class ExpressionError(ValueError):
+    """An expression is malformed, uses a forbidden construct or an unknown name."""
+
+
+def names_in(expression: str) -> set[str]:
+    """The free variable names an expression refers to (function names excluded)."""
+    tree = _parse(expression)
+    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - called
+
+
+def evaluate(expression: str | int | float, names: Mapping[str, float]) -> float:
+    """Evaluate `expression` with the variables in `names`; numbers pass through unchanged."""
+    if isinstance(expression, (int, float)) and not isinstance(expression, bool):
+        return expression
+    if not isinstance(expression, str):
+        raise ExpressionError(f"expected a number or an expression string, got {expression!r}")
+    return _eval(_parse(expression).body, expression, names)
+
+
+def _parse(expression: str) -> ast.Expression:
+    try:
+        return ast.parse(expression, mode="eval")
+    except SyntaxError as err:
+        raise ExpressionError(f"cannot parse expression {expression!r}: {err.msg}") from None
+
+
+def _eval(node: ast.AST, source: str, names: Mapping[str, float]):
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id not in names:
+            known = ", ".join(sorted(names)) or "none"
+            raise ExpressionError(f"unknown name {node.id!r} in expression {source!r} (known: {known})")
+        return names[node.id]
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _eval(node.left, source, names), _eval(node.right, source, names)
+        try:
+            return _BINARY[type(node.op)](left, right)
+        except (ZeroDivisionError, OverflowError, ValueError) as err:
+            raise ExpressionError(f"cannot evaluate {source!r}: {err}") from None
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _UNARY[type(node.op)](_eval(node.operand, source, names))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS and not node.keywords:
+        args = [_eval(a, source, names) for a in node.args]
+        try:
+            return FUNCTIONS[node.func.id](*args)
+        except (ValueError, TypeError, OverflowError) as err:
+            raise ExpressionError(f"cannot evaluate {source!r}: {err}") from None
+    raise ExpressionError(f"expression {source!r} uses a construct that is not allowed: {ast.dump(node)[:60]}")

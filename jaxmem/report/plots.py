@@ -1,0 +1,86 @@
+"""The capacity plot: capacity against x, log-log, one curve per group, fit and paper guide lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from jaxmem.expr import evaluate  # noqa: E402
+from jaxmem.report.analysis import (  # noqa: E402
+    apply_fit, group_columns, group_labels, point_table, usable_mask, x_column,
+)
+
+GRID_POINTS = 100
+
+
+def guide_spec(report_spec: dict) -> tuple[str, str] | None:
+    """(expression, label) of the paper's guide line, or None; a bare string is its own label."""
+    guide = report_spec.get("guide")
+    if guide is None:
+        return None
+    if isinstance(guide, str):
+        return guide, guide
+    return guide["expr"], guide.get("label", guide["expr"])
+
+
+def guide_curve(expression: str, variable: str, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """(x, variable) along the guide x = expression(variable), variable on a geometric grid [lo, hi]."""
+    values = np.geomspace(lo, hi, GRID_POINTS)
+    return np.array([float(evaluate(expression, {variable: float(v)})) for v in values]), values
+
+
+def fit_curve(summary: dict, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """(x, variable) along the fitted law fit(variable) = e^intercept · x^slope, variable in [lo, hi]."""
+    values = np.geomspace(lo, hi, GRID_POINTS)
+    fitted = apply_fit(summary["fit"], summary["variable"], values)
+    keep = fitted > 0
+    x = (fitted[keep] / np.exp(summary["intercept"])) ** (1.0 / summary["slope"])
+    return x, values[keep]
+
+
+def plot_capacity(path: Path, report_spec: dict, searches: pd.DataFrame, summary: dict) -> Path:
+    """Write the log-log capacity plot to `path` and return it."""
+    x = x_column(report_spec, searches)
+    group_by = group_columns(report_spec, searches)
+    variable = summary["variable"]
+    rows = searches[usable_mask(searches, x)]
+    table = point_table(searches, x)
+    table = table[table["n_seeds"] > 0].sort_values(x)
+    table_labels, row_labels = group_labels(table, group_by), group_labels(rows, group_by)
+
+    fig, ax = plt.subplots(figsize=(7, 5))
+    for i, label in enumerate(dict.fromkeys(table_labels)):
+        color = f"C{i % 10}"
+        group = table[table_labels == label]
+        seeds = rows[row_labels == label]
+        name = label if group_by else "mean over seeds"
+        ax.fill_between(group[x], group["capacity_min"], group["capacity_max"], color=color, alpha=0.2, lw=0)
+        ax.plot(group[x], group["capacity_mean"], "-", color=color, label=name)
+        ax.scatter(seeds[x], seeds["capacity"], s=14, color=color, alpha=0.7, lw=0)
+
+    lo, hi = rows["capacity"].min(), rows["capacity"].max()
+    if np.isfinite(summary["slope"]) and summary["slope"] != 0:
+        fx, fy = fit_curve(summary, lo, hi)
+        ax.plot(fx, fy, "--", color="0.35", zorder=3, label=f"fit: slope {summary['slope']:.3f}")
+    guide = guide_spec(report_spec)
+    if guide is not None:
+        gx, gy = guide_curve(guide[0], variable, lo, hi)
+        ax.plot(gx, gy, ":", color="black", label=guide[1])
+
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(report_spec.get("x_label", x))
+    ax.set_ylabel(f"capacity {variable}")
+    ax.set_title(report_spec.get("title", "Capacity scaling"))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

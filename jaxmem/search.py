@@ -1,0 +1,116 @@
+"""Threshold searches on the host: the largest value of an integer variable at which a run succeeds.
+
+The search is a pure function of probe outcomes, so it is replayed from the results store on resume
+(nothing is redone). Every round tests several values of every open (point, seed) at once, all in
+the same vmapped programs.
+
+- `verified` (default): the first round tests both bracket ends and K interior points; a bracket
+  whose upper end succeeds is doubled (at most `max_expand` times, then censored "above"); a lower
+  end that fails ends the search, censored "below". Later rounds test K geometrically spaced interior
+  points: a (K+1)-ary search, log_{K+1} rounds instead of log_2.
+- `paper`: the authors' binary search (Nichani et al., spec §4.2–4.3): probe ⌊(lo+hi)/2⌋, the lower
+  end is assumed feasible and the upper end is never tested; stop at hi/lo ≤ 1 + resolution or
+  hi − lo ≤ 1; the answer is lo.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable
+
+from jaxmem.spec import SearchSpec
+
+
+@dataclasses.dataclass(frozen=True)
+class Bracket:
+    lo: int
+    hi: int
+    lo_ok: bool  # lo succeeded (or, in paper mode, is assumed to)
+    hi_bad: bool  # hi failed (or, in paper mode, is assumed to)
+    rounds: int = 0
+    probes: int = 0
+    expansions: int = 0
+    censored: str = ""  # "below": even lo failed; "above": hi still succeeded after max_expand doublings
+    non_monotone: bool = False  # a success was seen above a failure
+    done: bool = False
+
+    @property
+    def capacity(self) -> float:
+        """Largest value known (or, in paper mode, assumed) to succeed; NaN if none."""
+        return math.nan if self.censored == "below" else float(self.lo if self.censored != "above" else self.hi)
+
+    @property
+    def first_failure(self) -> float:
+        """Smallest value above the capacity known to fail; NaN if none."""
+        if self.censored == "below":
+            return float(self.lo)
+        return float(self.hi) if self.hi_bad and self.censored != "above" else math.nan
+
+
+def start(spec: SearchSpec, lo: int, hi: int) -> Bracket:
+    paper = spec.mode == "paper"
+    return _settle(spec, Bracket(lo=lo, hi=hi, lo_ok=paper, hi_bad=paper))
+
+
+def converged(spec: SearchSpec, b: Bracket) -> bool:
+    return b.hi - b.lo <= 1 or b.hi <= b.lo * (1 + spec.resolution)
+
+
+def interior(spec: SearchSpec, lo: int, hi: int) -> list[int]:
+    """Values strictly inside (lo, hi) to probe this round."""
+    if hi - lo <= 1:
+        return []
+    if spec.mode == "paper":
+        return [(lo + hi) // 2]
+    k = spec.probes
+    if hi - lo - 1 <= k:
+        return list(range(lo + 1, hi))
+    ratio = hi / lo
+    values = {min(hi - 1, max(lo + 1, round(lo * ratio ** (i / (k + 1))))) for i in range(1, k + 1)}
+    return sorted(values)
+
+
+def probes(spec: SearchSpec, b: Bracket) -> list[int]:
+    """The values this round tests (empty once done)."""
+    if b.done:
+        return []
+    ends = ([] if b.lo_ok else [b.lo]) + ([] if b.hi_bad else [b.hi])
+    return sorted(set(ends + interior(spec, b.lo, b.hi)))
+
+
+def update(spec: SearchSpec, b: Bracket, outcome: dict[int, bool]) -> Bracket:
+    """Advance the bracket with this round's outcomes (value -> success)."""
+    b = dataclasses.replace(b, rounds=b.rounds + 1, probes=b.probes + len(outcome))
+    if not b.lo_ok and not outcome[b.lo]:
+        return dataclasses.replace(b, censored="below", done=True)
+    if not b.hi_bad and outcome[b.hi]:
+        if b.expansions >= spec.max_expand:
+            return dataclasses.replace(b, lo_ok=True, censored="above", done=True)
+        return _settle(spec, dataclasses.replace(b, lo=b.hi, hi=2 * b.hi, lo_ok=True, hi_bad=False,
+                                                 expansions=b.expansions + 1))
+    lo, hi = b.lo, b.hi
+    tested = sorted(v for v in outcome if b.lo < v < b.hi)
+    first_fail = next((v for v in tested if not outcome[v]), None)
+    if first_fail is not None:
+        hi = first_fail
+    lo = max([lo] + [v for v in tested if v < hi and outcome[v]])
+    non_monotone = b.non_monotone or any(outcome[v] for v in tested if v > hi)
+    return _settle(spec, dataclasses.replace(b, lo=lo, hi=hi, lo_ok=True, hi_bad=True, non_monotone=non_monotone))
+
+
+def _settle(spec: SearchSpec, b: Bracket) -> Bracket:
+    return dataclasses.replace(b, done=b.lo_ok and b.hi_bad and converged(spec, b))
+
+
+def replay(spec: SearchSpec, b: Bracket, outcome_of: Callable[[int], bool | None]) -> tuple[Bracket, list[int]]:
+    """Advance through every round whose outcomes are all known; return the state and the values
+    still to run (the current round's unfinished probes)."""
+    while not b.done:
+        values = probes(spec, b)
+        outcomes = {v: outcome_of(v) for v in values}
+        pending = [v for v, o in outcomes.items() if o is None]
+        if pending:
+            return b, pending
+        b = update(spec, b, outcomes)
+    return b, []

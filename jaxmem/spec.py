@@ -1,0 +1,414 @@
+"""Sweep specs: TOML files describing a whole grid, parsed and validated before anything compiles.
+
+Layout (every section but `experiment` optional; see sweeps/ for complete examples):
+
+    experiment = "assoc_memory"
+    description = "..."
+    seeds = [0, 1, 2]                       # or a count: seeds = 3
+    [fixed]    model = "mlp"                # fields held constant
+    [grid]     d = [8, 16]                  # axes: list | {range=[a,b,step]} | {log_range=[a,b], num=k}
+                                            #       | {exponents=[a,b,step], base=2}; round = "floor"|"round"|"ceil"
+    [derived]  m = "m_over_d * d"           # expressions over grid/fixed names
+    [train]    steps, eval_every, metric, early_stop, learning_rates (a list = best over them, in parallel)
+    [search]   variable, lo, hi (expressions), threshold, resolution, probes, mode ("verified"|"paper")
+    [engine]   pad_ratio, max_slots, segment_seconds, record_trajectory
+    [report]   free-form options for the report (title, fit, guide, group_by, expect_slope, ...)
+    [presets.quick] / [presets.paper]       # same layout, deep-merged over the base
+
+Every problem is reported with the dotted path of the field that causes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import itertools
+import json
+import math
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from jaxmem import expr
+from jaxmem.experiments import EXPERIMENTS, Experiment
+from jaxmem.experiments.base import REQUIRED
+
+TOP_LEVEL = {"experiment", "description", "seeds", "fixed", "grid", "derived", "train", "search", "engine",
+             "report", "presets"}
+ROUNDING = {"floor": math.floor, "ceil": math.ceil, "round": round}
+
+
+class SpecError(ValueError):
+    """A sweep spec is malformed; the message lists every problem with its field path."""
+
+    def __init__(self, source: str, problems: list[str]):
+        self.problems = problems
+        super().__init__(f"invalid sweep spec {source}:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainSpec:
+    steps: int = 1000
+    eval_every: int = 100
+    metric: str = "accuracy"
+    early_stop: float | None = None  # stop a run once its best metric reaches this
+    learning_rates: tuple[float, ...] = (1e-3,)
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchSpec:
+    variable: str
+    lo: str | int
+    hi: str | int
+    threshold: float = 0.99
+    resolution: float = 0.01  # stop when hi/lo <= 1 + resolution (or hi - lo <= 1)
+    probes: int = 3  # K probes per round: a (K+1)-ary search
+    mode: str = "verified"  # "paper": midpoint, lower bound assumed feasible (authors' rules)
+    max_expand: int = 4  # verified mode: how often a bracket may double/halve past its bounds
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineSpec:
+    pad_ratio: float = 2.0  # sizes are padded up a geometric ladder with this ratio
+    search_pad_floor: float = 0.25  # a searched value is padded to at least this × the initial upper bound
+    max_slots: int = 0  # runs per program; 0 = chosen from the work per step
+    segment_seconds: float = 2.0  # host syncs (and checkpoints) about this often
+    record_trajectory: bool = False  # store metrics of in-flight runs at every segment end
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepSpec:
+    name: str
+    preset: str
+    experiment: str
+    description: str
+    points: tuple[dict, ...]  # complete experiment configs (search variable excluded), axes included
+    axes: tuple[str, ...]  # names that vary across points
+    seeds: tuple[int, ...]
+    train: TrainSpec
+    search: SearchSpec | None
+    engine: EngineSpec
+    report: dict
+    skipped: tuple[str, ...]  # impossible points, with the reason
+    resolved: dict  # the merged spec (base + preset) as data
+
+    @property
+    def fingerprint(self) -> str:
+        """Hash of everything that determines results; an output folder belongs to one fingerprint."""
+        payload = {k: v for k, v in self.resolved.items() if k not in ("description", "report", "engine")}
+        engine = {k: v for k, v in self.resolved.get("engine", {}).items() if k in ("pad_ratio", "search_pad_floor")}
+        blob = json.dumps({"spec": payload, "engine": engine}, sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def load(path: str | Path, preset: str | None = None) -> SweepSpec:
+    """Read, merge the preset into, and validate a TOML sweep spec."""
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(str(path), [f"no such file: {path}"])
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as err:
+        raise SpecError(str(path), [f"malformed TOML: {err}"]) from None
+    return parse(raw, name=path.stem, preset=preset, source=str(path))
+
+
+def parse(raw: dict, name: str, preset: str | None = None, source: str = "<spec>") -> SweepSpec:
+    """Validate a spec given as data; collects every problem before raising SpecError."""
+    problems: list[str] = []
+    merged, preset_name = _apply_preset(raw, preset, problems)
+    if problems:
+        raise SpecError(source, problems)
+    problems += [f"{k}: unknown section or key{_suggest(k, TOP_LEVEL)}" for k in merged if k not in TOP_LEVEL]
+    exp = _experiment(merged, problems)
+    seeds = _seeds(merged.get("seeds", [0]), problems)
+    train = _section(TrainSpec, "train", merged.get("train", {}), problems)
+    search = _search(merged.get("search"), exp, problems)
+    engine = _section(EngineSpec, "engine", merged.get("engine", {}), problems)
+    report = merged.get("report", {})
+    if not isinstance(report, dict):
+        problems.append("report: must be a table")
+    if train:
+        _check_train(train, problems)
+    if engine:
+        _check_engine(engine, problems)
+    points, axes, skipped = ([], (), [])
+    if exp is not None:
+        points, axes, skipped = _points(merged, exp, search, problems)
+    if problems:
+        raise SpecError(source, problems)
+    return SweepSpec(name=name, preset=preset_name, experiment=exp.name, description=merged.get("description", ""),
+                     points=tuple(points), axes=axes, seeds=seeds, train=train, search=search, engine=engine,
+                     report=report, skipped=tuple(skipped), resolved=merged)
+
+
+def _apply_preset(raw, preset, problems):
+    presets = raw.get("presets", {})
+    if not isinstance(presets, dict):
+        problems.append("presets: must be a table of tables")
+        return raw, ""
+    if preset is None:
+        preset = "quick" if "quick" in presets else ""
+    if not preset:
+        return {k: v for k, v in raw.items() if k != "presets"}, ""
+    if preset not in presets:
+        problems.append(f"--preset {preset!r}: unknown preset; this spec has: {', '.join(sorted(presets)) or 'none'}")
+        return raw, preset
+    base = {k: v for k, v in raw.items() if k != "presets"}
+    return _deep_merge(base, presets[preset]), preset
+
+
+def _deep_merge(base: dict, override: dict) -> dict:
+    out = dict(base)
+    for key, value in override.items():
+        out[key] = _deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def _suggest(word, options) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _experiment(merged, problems) -> Experiment | None:
+    name = merged.get("experiment")
+    if name is None:
+        problems.append("experiment: missing (e.g. experiment = \"assoc_memory\")")
+        return None
+    if name not in EXPERIMENTS:
+        problems.append(f"experiment: unknown experiment {name!r}{_suggest(str(name), EXPERIMENTS)}; "
+                        f"known: {', '.join(sorted(EXPERIMENTS))}")
+        return None
+    return EXPERIMENTS[name]
+
+
+def _seeds(value, problems) -> tuple[int, ...]:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return tuple(range(value))
+    if isinstance(value, list) and value and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in value):
+        if len(set(value)) != len(value):
+            problems.append(f"seeds: duplicates in {value}")
+        return tuple(value)
+    problems.append(f"seeds: must be a positive count or a non-empty list of non-negative integers, got {value!r}")
+    return ()
+
+
+def _section(cls, path: str, table: Any, problems: list[str]):
+    """Build a frozen dataclass from a TOML table, type-checking every key."""
+    if not isinstance(table, dict):
+        problems.append(f"{path}: must be a table, got {table!r}")
+        return None
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    values, ok = {}, True
+    for key, value in table.items():
+        if key not in fields:
+            problems.append(f"{path}.{key}: unknown key{_suggest(key, fields)}; allowed: {', '.join(fields)}")
+            ok = False
+            continue
+        checked = _coerce(value, fields[key].type)
+        if checked is _BAD:
+            problems.append(f"{path}.{key}: expected {fields[key].type}, got {value!r}")
+            ok = False
+        else:
+            values[key] = checked
+    missing = [n for n, f in fields.items() if f.default is dataclasses.MISSING and n not in values]
+    problems += [f"{path}.{n}: missing" for n in missing]
+    return cls(**values) if ok and not missing else None
+
+
+_BAD = object()
+
+
+def _coerce(value, annotation: str):
+    """Check a TOML value against a dataclass annotation string; return the value or _BAD."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if annotation == "int":
+        return value if isinstance(value, int) and not isinstance(value, bool) else _BAD
+    if annotation == "float":
+        return float(value) if number else _BAD
+    if annotation == "bool":
+        return value if isinstance(value, bool) else _BAD
+    if annotation == "str":
+        return value if isinstance(value, str) else _BAD
+    if annotation == "float | None":
+        return float(value) if number else (None if value is False else _BAD)
+    if annotation == "str | int":
+        return value if isinstance(value, str) or number else _BAD
+    if annotation == "tuple[float, ...]":
+        values = value if isinstance(value, list) else [value]
+        ok = values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+        return tuple(float(v) for v in values) if ok else _BAD
+    raise TypeError(annotation)
+
+
+def _check_train(train: TrainSpec, problems):
+    if train.steps < 0:
+        problems.append(f"train.steps: must be >= 0, got {train.steps}")
+    if train.eval_every < 1:
+        problems.append(f"train.eval_every: must be >= 1, got {train.eval_every}")
+    elif train.steps % train.eval_every:
+        problems.append(f"train.steps: {train.steps} is not a multiple of train.eval_every = {train.eval_every}")
+    if any(lr <= 0 or not math.isfinite(lr) for lr in train.learning_rates):
+        problems.append(f"train.learning_rates: must be positive and finite, got {list(train.learning_rates)}")
+
+
+def _check_engine(engine: EngineSpec, problems):
+    if engine.pad_ratio < 1.0:
+        problems.append(f"engine.pad_ratio: must be >= 1, got {engine.pad_ratio}")
+    if not 0 <= engine.search_pad_floor <= 1:
+        problems.append(f"engine.search_pad_floor: must be in [0, 1], got {engine.search_pad_floor}")
+    if engine.max_slots < 0:
+        problems.append(f"engine.max_slots: must be >= 0, got {engine.max_slots}")
+    if engine.segment_seconds <= 0:
+        problems.append(f"engine.segment_seconds: must be > 0, got {engine.segment_seconds}")
+
+
+def _search(table, exp: Experiment | None, problems) -> SearchSpec | None:
+    if table is None:
+        return None
+    search = _section(SearchSpec, "search", table, problems)
+    if search is None:
+        return None
+    if exp is not None:
+        field = exp.fields.get(search.variable)
+        if field is None or field.type is not int:
+            ints = [n for n, f in exp.fields.items() if f.type is int]
+            problems.append(f"search.variable: {search.variable!r} is not an integer field of {exp.name} "
+                            f"(integer fields: {', '.join(ints)})")
+    if search.mode not in ("verified", "paper"):
+        problems.append(f"search.mode: must be 'verified' or 'paper', got {search.mode!r}")
+    if not 0 < search.threshold <= 1:
+        problems.append(f"search.threshold: must be in (0, 1], got {search.threshold}")
+    if search.resolution < 0:
+        problems.append(f"search.resolution: must be >= 0, got {search.resolution}")
+    if search.probes < 1:
+        problems.append(f"search.probes: must be >= 1, got {search.probes}")
+    if search.max_expand < 0:
+        problems.append(f"search.max_expand: must be >= 0, got {search.max_expand}")
+    return search
+
+
+def axis_values(path: str, value) -> list:
+    """Expand one grid axis (list, range, log_range or exponents) to its values."""
+    if isinstance(value, list):
+        if not value:
+            raise ValueError(f"{path}: empty list")
+        return value
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: must be a list or a table like {{range = [8, 64, 8]}}, got {value!r}")
+    kinds = [k for k in ("range", "log_range", "exponents") if k in value]
+    extra = set(value) - {"range", "log_range", "exponents", "num", "base", "round"}
+    if len(kinds) != 1 or extra:
+        raise ValueError(f"{path}: give exactly one of range / log_range / exponents (plus num, base, round), got {value}")
+    rounding = value.get("round")
+    if rounding is not None and rounding not in ROUNDING:
+        raise ValueError(f"{path}.round: must be one of {list(ROUNDING)}, got {rounding!r}")
+    kind, args = kinds[0], value[kinds[0]]
+    if kind == "range":
+        if not (isinstance(args, list) and len(args) in (2, 3)) or (len(args) == 3 and args[2] <= 0):
+            raise ValueError(f"{path}.range: expected [start, stop] or [start, stop, step>0] (stop inclusive), got {args}")
+        start, stop, step = (list(args) + [1])[:3]
+        count = int(math.floor((stop - start) / step + 1e-9)) + 1
+        raw = [start + i * step for i in range(max(count, 0))]
+    elif kind == "log_range":
+        num = value.get("num")
+        if not (isinstance(args, list) and len(args) == 2 and min(args) > 0 and isinstance(num, int) and num >= 1):
+            raise ValueError(f"{path}.log_range: expected [lo>0, hi>0] with num = count >= 1, got {args}, num={num}")
+        lo, hi = math.log(args[0]), math.log(args[1])
+        raw = [math.exp(lo + (hi - lo) * i / max(num - 1, 1)) for i in range(num)]
+    else:
+        base = value.get("base", 2)
+        if not (isinstance(args, list) and len(args) == 3 and args[2] > 0):
+            raise ValueError(f"{path}.exponents: expected [first, last, step>0], got {args}")
+        count = int(math.floor((args[1] - args[0]) / args[2] + 1e-9)) + 1
+        raw = [base ** (args[0] + i * args[2]) for i in range(count)]
+    values = [ROUNDING[rounding](v) for v in raw] if rounding else raw
+    if not values:
+        raise ValueError(f"{path}: produces no values")
+    return list(dict.fromkeys(values))
+
+
+def _points(merged, exp: Experiment, search: SearchSpec | None, problems):
+    """Expand fixed × grid, apply derived expressions, validate each point against the experiment."""
+    fixed, grid, derived = (merged.get(k, {}) for k in ("fixed", "grid", "derived"))
+    for key, table in (("fixed", fixed), ("grid", grid), ("derived", derived)):
+        if not isinstance(table, dict):
+            problems.append(f"{key}: must be a table")
+            return [], (), []
+    axes = {}
+    for name, value in grid.items():
+        try:
+            axes[name] = axis_values(f"grid.{name}", value)
+        except ValueError as err:
+            problems.append(str(err))
+    clash = (set(fixed) & set(grid)) | (set(derived) & (set(fixed) | set(grid)))
+    problems += [f"{n}: given in more than one of fixed / grid / derived" for n in sorted(clash)]
+    helpers = set().union(*(expr.names_in(e) for e in derived.values() if isinstance(e, str))) if derived else set()
+    known = set(exp.fields)
+    for where, table in (("fixed", fixed), ("grid", grid), ("derived", derived)):
+        for name in table:
+            if name not in known and name not in helpers:
+                problems.append(f"{where}.{name}: unknown field of experiment {exp.name!r}{_suggest(name, known)}; "
+                                f"fields: {', '.join(sorted(known))}")
+    if search and search.variable in set(fixed) | set(grid) | set(derived):
+        problems.append(f"search.variable: {search.variable!r} is searched, so it must not be in fixed/grid/derived")
+    if problems:
+        return [], (), []
+    points, skipped = [], []
+    for combo in itertools.product(*axes.values()):
+        point = {**fixed, **dict(zip(axes, combo))}
+        try:
+            point.update({n: _derive(n, e, point, exp) for n, e in derived.items()})
+        except expr.ExpressionError as err:
+            problems.append(f"derived: {err}")
+            return [], (), []
+        point = _validated_point(point, exp, search, helpers, problems, skipped)
+        if point is not None:
+            points.append(point)
+    if not points and not problems:
+        problems.append("grid: every point is impossible, nothing to run:\n      " + "\n      ".join(skipped))
+    varying = tuple(n for n in points[0] if len({json.dumps(p[n]) for p in points}) > 1) if points else ()
+    return points, varying, skipped
+
+
+def _derive(name, expression, point, exp: Experiment):
+    value = expr.evaluate(expression, point)
+    field = exp.fields.get(name)
+    if field is not None and field.type is int:
+        return int(math.floor(value + 1e-9))
+    return value
+
+
+def _validated_point(point, exp: Experiment, search, helpers, problems, skipped):
+    errors = [e for n, v in point.items() if n in exp.fields for e in [exp.fields[n].check(n, v)] if e]
+    if errors:
+        problems += [f"point {point}: {e}" for e in errors]
+        return None
+    missing = [n for n, f in exp.fields.items()
+               if f.default is REQUIRED and n not in point and not (search and n == search.variable)]
+    if missing:
+        problems.append(f"fixed/grid: missing required field(s) {', '.join(missing)} of experiment {exp.name!r}")
+        return None
+    full = exp.complete(point)
+    impossible = []
+    if search:
+        try:
+            lo, hi = (int(expr.evaluate(b, point)) for b in (search.lo, search.hi))
+        except expr.ExpressionError as err:
+            problems.append(f"search.lo/hi: {err}")
+            return None
+        if lo < 1 or hi < lo:
+            impossible.append(f"search bracket [{lo}, {hi}] is empty or below 1")
+        full[search.variable] = lo
+    impossible += exp.check(full)
+    if impossible:
+        skipped.append(f"{_label(point)}: {'; '.join(impossible)}")
+        return None
+    if search:
+        del full[search.variable]
+    return {**{h: point[h] for h in helpers if h in point}, **full}
+
+
+def _label(point: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in point.items())

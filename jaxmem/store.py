@@ -1,0 +1,133 @@
+"""Crash-safe, append-only results store (SQLite, one file per output folder).
+
+Every finished run is one row of `runs`, every finished threshold search one row of `searches`,
+and (optionally) in-flight metrics go to `trajectories`. Rows are written in transactions and keyed
+by deterministic ids, so a process killed at any point leaves either the whole row or nothing, and a
+resumed sweep never writes a row twice.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+FILENAME = "results.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY, point TEXT NOT NULL, seed INTEGER NOT NULL, lr REAL NOT NULL,
+    value INTEGER, round INTEGER, config TEXT NOT NULL, bucket TEXT NOT NULL,
+    max_metric REAL, final_metric REAL, final_loss REAL, steps_run INTEGER, steps_to_threshold INTEGER,
+    diverged INTEGER NOT NULL, success INTEGER NOT NULL, wall_time_s REAL, device TEXT, finished_at REAL);
+CREATE TABLE IF NOT EXISTS searches (
+    unit TEXT PRIMARY KEY, point TEXT NOT NULL, seed INTEGER NOT NULL, config TEXT NOT NULL,
+    variable TEXT NOT NULL, capacity REAL, first_failure REAL, censored TEXT NOT NULL, rounds INTEGER,
+    probes INTEGER, non_monotone INTEGER NOT NULL, params REAL, bits REAL, status TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS trajectories (
+    run_id TEXT NOT NULL, step INTEGER NOT NULL, metrics TEXT NOT NULL, PRIMARY KEY (run_id, step));
+CREATE TABLE IF NOT EXISTS compiles (bucket TEXT NOT NULL, seconds REAL NOT NULL, at REAL NOT NULL);
+"""
+
+RUN_COLUMNS = ("run_id", "point", "seed", "lr", "value", "round", "config", "bucket", "max_metric", "final_metric",
+               "final_loss", "steps_run", "steps_to_threshold", "diverged", "success", "wall_time_s", "device",
+               "finished_at")
+SEARCH_COLUMNS = ("unit", "point", "seed", "config", "variable", "capacity", "first_failure", "censored", "rounds",
+                  "probes", "non_monotone", "params", "bits", "status")
+
+
+class StoreError(RuntimeError):
+    """The results file is unreadable or belongs to another sweep."""
+
+
+class Store:
+    def __init__(self, out_dir: Path):
+        self.path = Path(out_dir) / FILENAME
+        try:
+            self.db = sqlite3.connect(self.path, timeout=30)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=FULL")
+            self.db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as err:
+            raise StoreError(f"results file {self.path} is unreadable ({err}); move it away to start over") from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    def meta(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT key, value FROM meta"))
+
+    def set_meta(self, values: dict[str, Any]) -> None:
+        with self.db:
+            self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                                [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in values.items()])
+
+    def add_runs(self, rows: Iterable[dict], trajectory: Iterable[tuple[str, int, dict]] = ()) -> None:
+        """Append finished runs (and trajectory points) in one transaction; existing ids are kept."""
+        with self.db:
+            self.db.executemany(f"INSERT OR IGNORE INTO runs VALUES ({', '.join('?' * len(RUN_COLUMNS))})",
+                                [tuple(_cell(r.get(c)) for c in RUN_COLUMNS) for r in rows])
+            self.add_trajectory(trajectory)
+
+    def add_trajectory(self, points: Iterable[tuple[str, int, dict]]) -> None:
+        self.db.executemany("INSERT OR IGNORE INTO trajectories VALUES (?, ?, ?)",
+                            [(run, step, json.dumps(m)) for run, step, m in points])
+
+    def add_searches(self, rows: Iterable[dict]) -> None:
+        with self.db:
+            self.db.executemany(f"INSERT OR IGNORE INTO searches VALUES ({', '.join('?' * len(SEARCH_COLUMNS))})",
+                                [tuple(_cell(r.get(c)) for c in SEARCH_COLUMNS) for r in rows])
+
+    def add_compile(self, bucket: str, seconds: float, at: float) -> None:
+        with self.db:
+            self.db.execute("INSERT INTO compiles VALUES (?, ?, ?)", (bucket, seconds, at))
+
+    def finished_runs(self) -> dict[str, tuple[bool, bool]]:
+        """run_id -> (success, diverged) for every stored run."""
+        return {r: (bool(s), bool(d)) for r, s, d in self.db.execute("SELECT run_id, success, diverged FROM runs")}
+
+    def finished_searches(self) -> set[str]:
+        return {u for (u,) in self.db.execute("SELECT unit FROM searches")}
+
+    def table(self, name: str) -> pd.DataFrame:
+        frame = pd.read_sql_query(f"SELECT * FROM {name}", self.db)
+        return expand_config(frame)
+
+
+def _cell(value):
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True)
+    if hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+def expand_config(frame: pd.DataFrame) -> pd.DataFrame:
+    """Spread the JSON `config` column into one column per field."""
+    if "config" not in frame or frame.empty:
+        return frame
+    config = pd.DataFrame([json.loads(c) for c in frame["config"]], index=frame.index)
+    config = config[[c for c in config.columns if c not in frame.columns]]
+    return pd.concat([frame.drop(columns="config"), config], axis=1)
+
+
+def load_results(out_dir: str | Path, table: str = "runs") -> pd.DataFrame:
+    """One finished sweep's results as a DataFrame: `runs` (default), `searches`, `trajectories` or `compiles`."""
+    path = Path(out_dir) / FILENAME
+    if not path.is_file():
+        raise FileNotFoundError(f"no results in {out_dir} (expected {path})")
+    if table not in ("runs", "searches", "trajectories", "compiles", "meta"):
+        raise ValueError(f"unknown table {table!r}; one of runs, searches, trajectories, compiles, meta")
+    store = Store(Path(out_dir))
+    try:
+        frame = store.table(table)
+    finally:
+        store.close()
+    for column in ("diverged", "success", "non_monotone"):
+        if column in frame:
+            frame[column] = frame[column].astype(bool)
+    return frame

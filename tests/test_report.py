@@ -1,0 +1,208 @@
+"""Tests for jaxmem.report: fits on synthetic capacity laws, collapse, exclusions, written files."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from jaxmem.report import collapse_stats, fit_power_law, point_table, summarise, write_report
+from jaxmem.report.analysis import apply_fit, usable_mask
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def solve_n_log_n(target, c):
+    """N with c·N·ln N = target (Newton, vectorised)."""
+    target = np.asarray(target, dtype=float)
+    n = target / (c * np.log(target))
+    for _ in range(50):
+        n = n - (c * n * np.log(n) - target) / (c * (np.log(n) + 1))
+    return n
+
+
+def linear_am_searches(ds=(8, 16, 32, 64, 128, 256), seeds=(0, 1, 2), noise=0.0, rng_seed=0):
+    """Searches from the linear-AM law 1.3·N ln N = d², with multiplicative seed noise."""
+    rng = np.random.default_rng(rng_seed)
+    rows = []
+    for d in ds:
+        n_star = solve_n_log_n(d * d, 1.3)
+        for seed in seeds:
+            n = float(n_star * math.exp(noise * rng.standard_normal()))
+            rows.append(search_row(f"d{d}", seed, {"model": "linear", "d": d}, n, d * d, n * math.log2(n)))
+    return pd.DataFrame(rows)
+
+
+def mlp_searches(offsets=(1.0, 1.0, 1.0, 1.0), ds=(8, 16, 32, 64), seeds=(0, 1)):
+    """Searches from 0.35·N ln N = md for m/d ∈ {1,2,4,8}, capacity scaled per group by `offsets`."""
+    rows = []
+    for ratio, offset in zip((1, 2, 4, 8), offsets):
+        for d in ds:
+            m = ratio * d
+            n = float(solve_n_log_n(m * d, 0.35)) * offset
+            for seed in seeds:
+                config = {"d": d, "m": m, "m_over_d": float(ratio)}
+                rows.append(search_row(f"d{d}_r{ratio}", seed, config, n, 2 * m * d, n * math.log2(n)))
+    return pd.DataFrame(rows)
+
+
+def search_row(point, seed, config, capacity, params, bits, censored=""):
+    return {
+        "point": point, "seed": seed, **config, "variable": "N", "capacity": capacity,
+        "first_failure": capacity * 1.05, "censored": censored, "rounds": 5, "probes": 10,
+        "non_monotone": False, "params": float(params), "bits": bits, "status": "done",
+    }
+
+
+def runs_frame():
+    return pd.DataFrame({
+        "run_id": [0, 1, 2, 3], "point": ["d8"] * 4, "seed": [0, 0, 1, 1], "lr": [1e3, 1e-2, 1e3, 1e3],
+        "value": [10, 20, 10, 20], "max_metric": [1.0, 0.3, 1.0, float("nan")],
+        "final_loss": [0.01, 2.0, 0.01, float("nan")], "steps_run": [100, 4096, 90, 5],
+        "steps_to_threshold": [80, float("nan"), 70, float("nan")],
+        "diverged": [False, False, False, True], "success": [True, False, True, False],
+        "wall_time_s": [1.5, 2.5, 1.0, 0.5], "device": ["cpu"] * 4, "compiles": [1, 0, 0, 1],
+    })
+
+
+def test_fit_power_law_exact():
+    x = np.array([1.0, 10.0, 100.0, 1000.0])
+    slope, intercept = fit_power_law(x, 3.0 * x**0.7)
+    assert slope == pytest.approx(0.7)
+    assert math.exp(intercept) == pytest.approx(3.0)
+
+
+def test_fit_power_law_degenerate_and_invalid():
+    assert all(math.isnan(v) for v in fit_power_law([5.0, 5.0], [1.0, 2.0]))
+    with pytest.raises(ValueError):
+        fit_power_law([1.0, 2.0], [0.0, 1.0])
+
+
+def test_slope_recovered_with_fit_transform():
+    searches = linear_am_searches(noise=0.05)
+    s = summarise({"fit": "N*log(N)", "expect_slope": [0.9, 1.1]}, searches)
+    assert s["slope"] == pytest.approx(1.0, abs=0.03)
+    assert s["slope_seed_mean"] == pytest.approx(1.0, abs=0.05)
+    assert 0 < s["slope_seed_std"] < 0.1
+    assert s["n_seed_fits"] == 3
+    assert s["n_points"] == 6 and s["excluded"] == 0
+    assert s["pass"] is True
+    # 1.3·N ln N = params  →  prefactor of N ln N vs params is 1/1.3.
+    assert math.exp(s["intercept"]) == pytest.approx(1 / 1.3, rel=0.15)
+
+
+def test_fit_transform_changes_slope():
+    searches = linear_am_searches()
+    raw = summarise({}, searches)["slope"]
+    fitted = summarise({"fit": "N*log(N)"}, searches)["slope"]
+    assert fitted == pytest.approx(1.0, abs=1e-6)
+    # N alone grows slower than d² because of the log: local slope ≈ 1.7/2.
+    assert 0.8 < raw < 0.9
+    assert summarise({"expect_slope": [0.95, 1.05]}, searches)["pass"] is False
+
+
+def test_apply_fit_uses_expression():
+    np.testing.assert_allclose(apply_fit("N*log2(N)", "N", [2.0, 8.0]), [2.0, 24.0])
+    np.testing.assert_allclose(apply_fit(None, "N", [3.0]), [3.0])
+
+
+def test_collapse_perfect_groups():
+    spec = {"fit": "N*log(N)", "group_by": ["m_over_d"], "collapse": True}
+    c = summarise(spec, mlp_searches())["collapse"]
+    assert c["rms"] < 1e-6 and c["max_abs"] < 1e-6
+    assert c["spread"] == pytest.approx(1.0, abs=1e-6)
+    assert set(c["groups"]) == {"m_over_d=1", "m_over_d=2", "m_over_d=4", "m_over_d=8"}
+    assert all(g["slope"] == pytest.approx(1.0, abs=1e-6) for g in c["groups"].values())
+
+
+def test_collapse_offset_groups():
+    spec = {"fit": "N*log(N)", "group_by": ["m_over_d"], "collapse": True}
+    c = summarise(spec, mlp_searches(offsets=(1.0, 2.0, 4.0, 8.0)))["collapse"]
+    assert c["rms"] > 0.3
+    assert c["max_abs"] > c["rms"]
+    assert c["spread"] > 8.0
+
+
+def test_collapse_stats_direct():
+    x = np.array([1.0, 10.0, 1.0, 10.0])
+    y = np.array([1.0, 10.0, 2.0, 20.0])
+    c = collapse_stats(x, y, ["a", "a", "b", "b"], slope=1.0, intercept=math.log(math.sqrt(2)))
+    assert c["rms"] == pytest.approx(math.log(2) / 2)
+    assert c["spread"] == pytest.approx(2.0)
+    assert c["x_mid"] == pytest.approx(math.sqrt(10))
+
+
+def test_censored_and_nan_excluded():
+    searches = linear_am_searches()
+    extra = pd.DataFrame([
+        search_row("d8", 3, {"model": "linear", "d": 8}, 1e6, 64, 1e6, censored="above"),
+        search_row("d16", 3, {"model": "linear", "d": 16}, float("nan"), 256, float("nan"), censored="below"),
+        search_row("d512", 0, {"model": "linear", "d": 512}, float("nan"), 512**2, float("nan")),
+    ])
+    s_clean = summarise({"fit": "N*log(N)"}, searches)
+    s = summarise({"fit": "N*log(N)"}, pd.concat([searches, extra], ignore_index=True))
+    assert s["excluded"] == 3
+    assert s["excluded_points"] == 1
+    assert s["n_points"] == 6
+    assert s["slope"] == pytest.approx(s_clean["slope"])
+
+
+def test_usable_mask_treats_missing_censored_as_uncensored():
+    searches = linear_am_searches(ds=(8, 16), seeds=(0,))
+    searches["censored"] = [np.nan, "above"]
+    assert usable_mask(searches, "params").tolist() == [True, False]
+
+
+def test_point_table_aggregates_seeds():
+    searches = linear_am_searches(ds=(8, 16), seeds=(0, 1, 2), noise=0.1)
+    table = point_table(searches)
+    assert len(table) == 2
+    row = table[table["point"] == "d8"].iloc[0]
+    caps = searches[searches["point"] == "d8"]["capacity"]
+    assert row["capacity_mean"] == pytest.approx(caps.mean())
+    assert row["capacity_min"] == pytest.approx(caps.min())
+    assert row["capacity_max"] == pytest.approx(caps.max())
+    assert row["n_seeds"] == 3 and row["d"] == 8 and row["model"] == "linear"
+
+
+def test_write_report_files(tmp_path):
+    spec = {
+        "title": "MLP AM capacity", "fit": "N*log(N)", "x_label": "md",
+        "guide": {"expr": "2*0.35*N*log(N)", "label": "2md = 2·0.35·N ln N (paper)"},
+        "group_by": ["m_over_d"], "expect_slope": [0.9, 1.1], "collapse": True,
+    }
+    searches = mlp_searches()
+    meta = {"spec": "nichani24/mlp_am", "preset": "tiny", "device": "cpu", "wall_time_s": 125.0, "git": "abc"}
+    paths = write_report(tmp_path, spec, searches, runs_frame(), meta)
+    assert [p.name for p in paths] == ["capacity.csv", "capacity.png", "report.md"]
+    assert (tmp_path / "capacity.png").read_bytes()[:8] == PNG_MAGIC
+
+    csv = pd.read_csv(tmp_path / "capacity.csv")
+    assert len(csv) == searches["point"].nunique()
+    assert {"m_over_d", "params", "capacity_mean", "capacity_std", "n_seeds", "bits_per_param_mean"} <= set(csv.columns)
+
+    text = (tmp_path / "report.md").read_text()
+    slope = summarise(spec, searches)["slope"]
+    assert f"**{slope:.3f}**" in text and "**PASS**" in text
+    assert "nichani24/mlp_am" in text and "2.1 min" in text and "git: abc" in text
+    assert "Probe runs: 4" in text and "Diverged: 1" in text and "Successful: 2" in text
+    assert "compiles (total): 2" in text
+    assert "RMS residual" in text and "![capacity](capacity.png)" in text
+    table_lines = [line for line in text.splitlines() if line.startswith("| 1 |") or line.startswith("| 8 |")]
+    assert table_lines[0].startswith("| 1 |") and table_lines[-1].startswith("| 8 |")
+
+
+def test_write_report_fail_verdict_without_groups(tmp_path):
+    searches = linear_am_searches().drop(columns=["model"])
+    write_report(tmp_path, {"expect_slope": [1.5, 2.0]}, searches, pd.DataFrame(), {})
+    text = (tmp_path / "report.md").read_text()
+    assert "**FAIL**" in text and "No probe runs recorded." in text
+
+
+def test_write_report_empty_searches(tmp_path):
+    empty = pd.DataFrame(columns=["point", "seed", "variable", "capacity", "censored", "params", "bits"])
+    paths = write_report(tmp_path, {"fit": "N*log(N)", "group_by": ["m_over_d"]}, empty, runs_frame(), {})
+    assert [p.name for p in paths] == ["report.md"]
+    assert not (tmp_path / "capacity.png").exists()
+    text = (tmp_path / "report.md").read_text()
+    assert "Probe runs: 4" in text and "Fitted slope" not in text
