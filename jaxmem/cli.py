@@ -31,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     except catalog.USER_ERRORS as err:
         print(f"jaxmem: error: {err}", file=sys.stderr)
         return catalog.exit_code(err)
+    except BrokenPipeError:  # output piped into `head` and the like
+        return 0
 
 
 def _run(args) -> int:

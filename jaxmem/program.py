@@ -101,7 +101,8 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings):
         )
 
     def block_one(state: RunState, dyn) -> RunState:
-        state = jax.lax.fori_loop(0, settings.eval_every, lambda _, s: train_step(s, dyn), state)
+        if settings.steps:  # constructions evaluated without training compile no training step
+            state = jax.lax.fori_loop(0, settings.eval_every, lambda _, s: train_step(s, dyn), state)
         settled = settle(state, evaluate(state.params, state.problem, dyn))
         live = ~state.done
         keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(live, a, b), new, old)  # noqa: E731

@@ -122,17 +122,16 @@ def logits(params, problem, shape, dyn) -> jax.Array:
     return jnp.where(jr.active_mask(shape["M"], dyn["M"])[None, :], raw, -jnp.inf)
 
 
-def _log_probs(z, loss_form):
+def _target_nll(z, y, loss_form):
+    """−log p̂(y|x) per row; `log_of_softmax` is the authors' −log(softmax(z)[y]), which overflows."""
     if loss_form == "log_of_softmax":
-        return jnp.log(jax.nn.softmax(z, axis=-1))
-    return jax.nn.log_softmax(z, axis=-1)
+        return -jnp.log(jnp.take_along_axis(jax.nn.softmax(z, axis=-1), y[:, None], axis=1)[:, 0])
+    return -jnp.take_along_axis(jax.nn.log_softmax(z, axis=-1), y[:, None], axis=1)[:, 0]
 
 
 def loss(params, problem, shape, dyn) -> jax.Array:
     """Softmax cross-entropy over the M outputs, mean over the N inputs (full batch, §3.2)."""
-    z = logits(params, problem, shape, dyn)
-    y = targets(shape, dyn)
-    nll = -jnp.take_along_axis(_log_probs(z, shape["loss_form"]), y[:, None], axis=1)[:, 0]
+    nll = _target_nll(logits(params, problem, shape, dyn), targets(shape, dyn), shape["loss_form"])
     rows = jr.active_mask(shape["N"], dyn["N"])
     return jnp.sum(jnp.where(rows, nll, 0.0)) / dyn["N"]
 
