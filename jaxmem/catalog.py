@@ -66,7 +66,6 @@ def listing() -> str:
 def dry_run(spec: SweepSpec) -> str:
     """The plan of the first round: buckets, runs, slots, padding waste, FLOPs and memory per chunk."""
     from jaxmem.driver import Sweep
-    from jaxmem.executor import choose_slots
     from jaxmem.plan import padding_waste
     from jaxmem.program import make_segment
 
@@ -82,7 +81,7 @@ def dry_run(spec: SweepSpec) -> str:
              f"{len(devices)} {devices[0].platform} device(s)"]
     for bucket, configs in groups.items():
         flops = [exp.flops_per_step(c) for c in configs]
-        slots = choose_slots(max(flops), len(configs), devices, spec.engine.max_slots)
+        slots = sweep.slots_for(bucket, next(r for r in sweep.pending.values() if sweep.bucket_for(r) == bucket))
         segment, init_all = make_segment(exp, bucket.shape_dict, sweep.settings)
         state = jax.eval_shape(init_all, np.zeros(slots, np.int32), np.zeros(slots, np.int32),
                                _dyn(exp, configs[0], slots))

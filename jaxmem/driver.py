@@ -20,11 +20,11 @@ import jax
 
 from jaxmem import search as searching
 from jaxmem import __version__
-from jaxmem.executor import BucketRunner, Finished, choose_slots
+from jaxmem.executor import BucketRunner, Finished, slots_per_device
 from jaxmem.experiments import get as get_experiment
 from jaxmem.expr import evaluate
 from jaxmem.lock import OutputLock
-from jaxmem.plan import Bucket, Run, bucket_of, make_run, padding_waste, point_id
+from jaxmem.plan import Bucket, Run, bucket_of, make_run, padded_config, padding_waste, point_id
 from jaxmem.progress import Progress
 from jaxmem.program import Settings
 from jaxmem.reporting import report
@@ -143,16 +143,16 @@ class Sweep:
             self.runners[bucket.id] = runner
         return runner
 
+    def slots_for(self, bucket: Bucket, run: Run) -> int:
+        """Total slots of a bucket: a deterministic number per device, times the devices."""
+        per_round = len(self.units) * len(self.spec.train.learning_rates) * (self.spec.search.probes + 2
+                                                                               if self.spec.search else 1)
+        flops = self.exp.flops_per_step(padded_config(bucket, self.exp.complete(run.config)))
+        per_device = slots_per_device(flops, per_round, self.devices[0].platform, self.spec.engine.max_slots)
+        return per_device * len(self.devices)
+
     def _new_runner(self, bucket: Bucket, run: Run) -> BucketRunner:
-        meta_key = f"slots:{bucket.id}"
-        stored = self.store.meta().get(meta_key)
-        if stored is None:
-            queued = sum(1 for r in self.pending.values() if self.bucket_for(r) == bucket)
-            slots = choose_slots(self.exp.flops_per_step(self.exp.complete(run.config)), queued, self.devices,
-                                 self.spec.engine.max_slots)
-            self.store.set_meta({meta_key: str(slots)})
-        else:
-            slots = int(stored)
+        slots = self.slots_for(bucket, run)
         self.progress.note(f"compiling bucket {bucket.id} ({bucket.label()}) with {slots} slots")
         return BucketRunner(self.exp, bucket, self.settings, slots, run, self.devices,
                             self.out_dir / "checkpoints" / bucket.id, self.pending.get, self.spec.engine.segment_seconds,

@@ -19,27 +19,27 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from jaxmem.checkpoint import SlotCheckpoints
 from jaxmem.experiments.base import Experiment
 from jaxmem.plan import Bucket, Run
-from jaxmem.program import Settings, dyn_arrays, make_segment
+from jaxmem.program import Settings, dyn_arrays, make_segment, sharded_segment
 
-# Work per step (FLOPs) one program should hold before more runs stop paying off.
-TARGET_FLOPS = {"cpu": 2e7, "gpu": 2e10, "tpu": 2e10}
-MAX_SLOTS = {"cpu": 64, "gpu": 4096, "tpu": 4096}
+# Work per step (FLOPs) one device should hold before more runs stop paying off. On a small CPU one
+# run of moderate size already fills the cores (DESIGN: "What the hardware says").
+TARGET_FLOPS = {"cpu": 4e6, "gpu": 2e10, "tpu": 2e10}
+MAX_SLOTS = {"cpu": 32, "gpu": 4096, "tpu": 4096}
 
 
-def choose_slots(flops_per_run: float, queued: int, devices: list, max_slots: int = 0) -> int:
-    """Slots for a new bucket: enough runs to fill the device, no more than are waiting, a power of
-    two, and a multiple of the device count."""
-    platform = devices[0].platform
-    if max_slots:
-        cap = max_slots
-    else:
-        cap = int(np.clip(TARGET_FLOPS.get(platform, 2e10) / max(flops_per_run, 1.0), 1, MAX_SLOTS.get(platform, 4096)))
-    wanted = max(1, min(cap, queued))
+def slots_per_device(padded_flops: float, runs_per_round: int, platform: str, max_slots: int = 0) -> int:
+    """Slots per device for a bucket: enough runs to fill a device, no more than one round of the
+    sweep can use, a power of two and at least two.
+
+    It depends only on the bucket and the spec, never on timing or device count: XLA compiles
+    different batch sizes differently (a batch of one becomes an unbatched dot), so a run's numbers
+    are reproducible exactly when its program's per-device batch is. Devices multiply the slots.
+    """
+    cap = max_slots or int(np.clip(TARGET_FLOPS.get(platform, 2e10) / max(padded_flops, 1.0), 1,
+                                   MAX_SLOTS.get(platform, 4096)))
+    wanted = max(2, min(cap, runs_per_round))
     slots = 1 << (wanted - 1).bit_length()
-    if slots > cap:
-        slots //= 2
-    n = len(devices)
-    return max(n, -(-slots // n) * n)
+    return max(2, slots // 2 if slots > max(cap, 2) else slots)
 
 
 @dataclasses.dataclass
@@ -72,13 +72,14 @@ class BucketRunner:
         self.dyn = dyn_arrays([exp.dynamic(template.config)] * slots, [template.lr] * slots)
         self.seeds = np.full(slots, template.seed, np.int32)
         self.problem_index = np.full(slots, template.problem_index, np.int32)
-        segment, init_all = make_segment(exp, bucket.shape_dict, settings)
+        segment, init_all = make_segment(exp, bucket.shape_dict, settings, axis="runs")
         self.abstract_state = jax.eval_shape(init_all, self.seeds, self.problem_index, self.dyn)
         self.abstract_state = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=self.shard),
                                            self.abstract_state)
         start = time.perf_counter()
         args = self._args(np.ones(slots, bool), np.zeros(slots, bool), 1, slots + 1)
-        self.program = jax.jit(segment, donate_argnums=0).lower(self.abstract_state, *args).compile()
+        program = sharded_segment(segment, mesh, "runs")
+        self.program = jax.jit(program, donate_argnums=0).lower(self.abstract_state, *args).compile()
         self.compile_seconds = time.perf_counter() - start
         on_compile(self.compile_seconds)
         self.checkpoints = SlotCheckpoints(checkpoint_dir)

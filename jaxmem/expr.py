@@ -38,6 +38,9 @@ _BINARY = {
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 
 
+MAX_EXPONENT = 1024
+
+
 class ExpressionError(ValueError):
     """An expression is malformed, uses a forbidden construct or an unknown name."""
 
@@ -72,9 +75,14 @@ def _eval(node: ast.AST, source: str, names: Mapping[str, float]):
         if node.id not in names:
             known = ", ".join(sorted(names)) or "none"
             raise ExpressionError(f"unknown name {node.id!r} in expression {source!r} (known: {known})")
-        return names[node.id]
+        value = names[node.id]
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise ExpressionError(f"{node.id} = {value!r} is not a number, in expression {source!r}")
+        return value
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _eval(node.left, source, names), _eval(node.right, source, names)
+        if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
+            raise ExpressionError(f"exponent {right} too large in {source!r} (at most {MAX_EXPONENT})")
         try:
             return _BINARY[type(node.op)](left, right)
         except (ZeroDivisionError, OverflowError, ValueError) as err:

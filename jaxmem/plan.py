@@ -100,11 +100,14 @@ def bucket_of(exp: Experiment, config: dict, pad_ratio: float) -> Bucket:
     return Bucket(exp.name, tuple(sorted(exp.shape(config, padder(pad_ratio)).items())))
 
 
+def padded_config(bucket: Bucket, config: dict) -> dict:
+    """`config` with every size replaced by its bucket's padded size (what the program computes)."""
+    shape = dict(bucket.shape)
+    return {k: shape[k] if k in shape and type(shape[k]) is int and type(v) is int else v for k, v in config.items()}
+
+
 def padding_waste(exp: Experiment, bucket: Bucket, configs: list[dict]) -> float:
     """Ratio of the bucket's FLOPs per step to the true FLOPs of its runs (1.0 = no waste)."""
-    padded = dict(configs[0])
-    for name, size in bucket.shape:
-        if name in padded and isinstance(size, int) and not isinstance(size, bool):
-            padded[name] = size
     true = sum(exp.flops_per_step(c) for c in configs)
-    return len(configs) * exp.flops_per_step(padded) / true if true else 1.0
+    padded = sum(exp.flops_per_step(padded_config(bucket, c)) for c in configs)
+    return padded / true if true else 1.0

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jax.sharding import PartitionSpec as P
 
 from jaxmem.experiments.base import Experiment
 
@@ -61,8 +62,13 @@ def run_key(seed: jax.Array, problem_index: jax.Array) -> jax.Array:
     return jax.random.fold_in(jax.random.PRNGKey(seed), problem_index)
 
 
-def make_segment(exp: Experiment, shape: dict, settings: Settings):
-    """Build the (uncompiled) segment function of a bucket."""
+def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | None = None):
+    """Build the (uncompiled) segment function of a bucket. With `axis`, the function is the
+    per-device body of a `shard_map` over that mesh axis: slot counts are summed across devices."""
+
+    def total(x):
+        local = jnp.sum(x)
+        return jax.lax.psum(local, axis) if axis else local
 
     def evaluate(params, problem, dyn):
         return {k: jnp.asarray(v, jnp.float32) for k, v in exp.evaluate(params, problem, shape, dyn).items()}
@@ -122,8 +128,8 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings):
 
         def keep_going(carry):
             blocks, s = carry
-            newly_done = jnp.sum(s.done & ~done_at_start)
-            return (blocks < max_blocks) & ~jnp.all(s.done) & (newly_done < stop_after)
+            newly_done = total(s.done & ~done_at_start)
+            return (blocks < max_blocks) & (total(~s.done) > 0) & (newly_done < stop_after)
 
         def body(carry):
             blocks, s = carry
@@ -133,6 +139,14 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings):
         return state, blocks
 
     return segment, init_all
+
+
+def sharded_segment(segment, mesh, axis: str):
+    """The segment as a `shard_map` over the runs axis: every device runs the same local program on
+    its own slots, whatever the device count, so results do not depend on sharding."""
+    runs, replicated = P(axis), P()
+    return jax.shard_map(segment, mesh=mesh, in_specs=(runs,) * 6 + (replicated, replicated),
+                         out_specs=(runs, replicated))
 
 
 def dyn_arrays(values: list[dict], lrs: list[float]) -> dict[str, np.ndarray]:

@@ -54,7 +54,7 @@ def start(spec: SearchSpec, lo: int, hi: int) -> Bracket:
 
 
 def converged(spec: SearchSpec, b: Bracket) -> bool:
-    return b.hi - b.lo <= 1 or b.hi <= b.lo * (1 + spec.resolution)
+    return b.hi - b.lo <= 1 or b.hi / b.lo <= 1 + spec.resolution
 
 
 def interior(spec: SearchSpec, lo: int, hi: int) -> list[int]:
@@ -81,7 +81,10 @@ def probes(spec: SearchSpec, b: Bracket) -> list[int]:
 
 def update(spec: SearchSpec, b: Bracket, outcome: dict[int, bool]) -> Bracket:
     """Advance the bracket with this round's outcomes (value -> success)."""
-    b = dataclasses.replace(b, rounds=b.rounds + 1, probes=b.probes + len(outcome))
+    values = sorted(outcome)
+    above_a_failure = any(outcome[v] for i, v in enumerate(values) if not all(outcome[u] for u in values[:i]))
+    b = dataclasses.replace(b, rounds=b.rounds + 1, probes=b.probes + len(outcome),
+                            non_monotone=b.non_monotone or above_a_failure)
     if not b.lo_ok and not outcome[b.lo]:
         return dataclasses.replace(b, censored="below", done=True)
     if not b.hi_bad and outcome[b.hi]:
@@ -95,8 +98,7 @@ def update(spec: SearchSpec, b: Bracket, outcome: dict[int, bool]) -> Bracket:
     if first_fail is not None:
         hi = first_fail
     lo = max([lo] + [v for v in tested if v < hi and outcome[v]])
-    non_monotone = b.non_monotone or any(outcome[v] for v in tested if v > hi)
-    return _settle(spec, dataclasses.replace(b, lo=lo, hi=hi, lo_ok=True, hi_bad=True, non_monotone=non_monotone))
+    return _settle(spec, dataclasses.replace(b, lo=lo, hi=hi, lo_ok=True, hi_bad=True))
 
 
 def _settle(spec: SearchSpec, b: Bracket) -> Bracket:

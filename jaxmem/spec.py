@@ -123,16 +123,16 @@ def parse(raw: dict, name: str, preset: str | None = None, source: str = "<spec>
     problems += [f"{k}: unknown section or key{_suggest(k, TOP_LEVEL)}" for k in merged if k not in TOP_LEVEL]
     exp = _experiment(merged, problems)
     seeds = _seeds(merged.get("seeds", [0]), problems)
-    train = _section(TrainSpec, "train", merged.get("train", {}), problems)
+    train, bad_train = _section(TrainSpec, "train", merged.get("train", {}), problems)
     search = _search(merged.get("search"), exp, problems)
-    engine = _section(EngineSpec, "engine", merged.get("engine", {}), problems)
+    engine, bad_engine = _section(EngineSpec, "engine", merged.get("engine", {}), problems)
     report = merged.get("report", {})
     if not isinstance(report, dict):
         problems.append("report: must be a table")
     if train:
-        _check_train(train, problems)
+        _check_train(train, bad_train, exp, problems)
     if engine:
-        _check_engine(engine, problems)
+        _check_engine(engine, bad_engine, problems)
     points, axes, skipped = ([], (), [])
     if exp is not None:
         points, axes, skipped = _points(merged, exp, search, problems)
@@ -195,26 +195,28 @@ def _seeds(value, problems) -> tuple[int, ...]:
 
 
 def _section(cls, path: str, table: Any, problems: list[str]):
-    """Build a frozen dataclass from a TOML table, type-checking every key."""
+    """Build a frozen dataclass from a TOML table, type-checking every key. Returns the object (bad
+    keys left at their defaults, None if a required key is missing) and the set of bad keys, so the
+    value checks that follow can still run on the good ones."""
     if not isinstance(table, dict):
         problems.append(f"{path}: must be a table, got {table!r}")
-        return None
+        return None, set()
     fields = {f.name: f for f in dataclasses.fields(cls)}
-    values, ok = {}, True
+    values, bad = {}, set()
     for key, value in table.items():
         if key not in fields:
             problems.append(f"{path}.{key}: unknown key{_suggest(key, fields)}; allowed: {', '.join(fields)}")
-            ok = False
             continue
         checked = _coerce(value, fields[key].type)
         if checked is _BAD:
             problems.append(f"{path}.{key}: expected {fields[key].type}, got {value!r}")
-            ok = False
+            bad.add(key)
         else:
             values[key] = checked
-    missing = [n for n, f in fields.items() if f.default is dataclasses.MISSING and n not in values]
+    missing = [n for n, f in fields.items() if f.default is dataclasses.MISSING and n not in table]
     problems += [f"{path}.{n}: missing" for n in missing]
-    return cls(**values) if ok and not missing else None
+    return (None if missing or bad & {n for n, f in fields.items() if f.default is dataclasses.MISSING}
+            else cls(**values)), bad
 
 
 _BAD = object()
@@ -242,32 +244,33 @@ def _coerce(value, annotation: str):
     raise TypeError(annotation)
 
 
-def _check_train(train: TrainSpec, problems):
-    if train.steps < 0:
+def _check_train(train: TrainSpec, bad: set, exp: Experiment | None, problems):
+    if "steps" not in bad and train.steps < 0:
         problems.append(f"train.steps: must be >= 0, got {train.steps}")
-    if train.eval_every < 1:
+    if "eval_every" not in bad and train.eval_every < 1:
         problems.append(f"train.eval_every: must be >= 1, got {train.eval_every}")
-    elif train.steps % train.eval_every:
+    elif not bad & {"steps", "eval_every"} and train.steps % train.eval_every:
         problems.append(f"train.steps: {train.steps} is not a multiple of train.eval_every = {train.eval_every}")
-    if any(lr <= 0 or not math.isfinite(lr) for lr in train.learning_rates):
+    if "learning_rates" not in bad and any(lr <= 0 or not math.isfinite(lr) for lr in train.learning_rates):
         problems.append(f"train.learning_rates: must be positive and finite, got {list(train.learning_rates)}")
+    if "metric" not in bad and exp is not None and train.metric not in exp.metrics:
+        problems.append(f"train.metric: {train.metric!r} is not a metric of {exp.name}; "
+                        f"one of {', '.join(exp.metrics)}")
 
 
-def _check_engine(engine: EngineSpec, problems):
-    if engine.pad_ratio < 1.0:
-        problems.append(f"engine.pad_ratio: must be >= 1, got {engine.pad_ratio}")
-    if not 0 <= engine.search_pad_floor <= 1:
-        problems.append(f"engine.search_pad_floor: must be in [0, 1], got {engine.search_pad_floor}")
-    if engine.max_slots < 0:
-        problems.append(f"engine.max_slots: must be >= 0, got {engine.max_slots}")
-    if engine.segment_seconds <= 0:
-        problems.append(f"engine.segment_seconds: must be > 0, got {engine.segment_seconds}")
+def _check_engine(engine: EngineSpec, bad: set, problems):
+    checks = [("pad_ratio", engine.pad_ratio >= 1.0, ">= 1"),
+              ("search_pad_floor", 0 <= engine.search_pad_floor <= 1, "in [0, 1]"),
+              ("max_slots", engine.max_slots >= 0, ">= 0"),
+              ("segment_seconds", engine.segment_seconds > 0, "> 0")]
+    problems += [f"engine.{name}: must be {rule}, got {getattr(engine, name)}"
+                 for name, ok, rule in checks if name not in bad and not ok]
 
 
 def _search(table, exp: Experiment | None, problems) -> SearchSpec | None:
     if table is None:
         return None
-    search = _section(SearchSpec, "search", table, problems)
+    search, _ = _section(SearchSpec, "search", table, problems)
     if search is None:
         return None
     if exp is not None:
@@ -286,6 +289,10 @@ def _search(table, exp: Experiment | None, problems) -> SearchSpec | None:
         problems.append(f"search.probes: must be >= 1, got {search.probes}")
     if search.max_expand < 0:
         problems.append(f"search.max_expand: must be >= 0, got {search.max_expand}")
+    if isinstance(search.lo, (int, float)) and search.lo < 1:
+        problems.append(f"search.lo: must be >= 1, got {search.lo}")
+    if all(isinstance(b, (int, float)) for b in (search.lo, search.hi)) and search.hi < search.lo:
+        problems.append(f"search.hi: must be >= search.lo, got [{search.lo}, {search.hi}]")
     return search
 
 
@@ -294,6 +301,8 @@ def axis_values(path: str, value) -> list:
     if isinstance(value, list):
         if not value:
             raise ValueError(f"{path}: empty list")
+        if len({json.dumps(v) for v in value}) != len(value):
+            raise ValueError(f"{path}: duplicate values in {value}")
         return value
     if not isinstance(value, dict):
         raise ValueError(f"{path}: must be a list or a table like {{range = [8, 64, 8]}}, got {value!r}")
@@ -305,6 +314,11 @@ def axis_values(path: str, value) -> list:
     if rounding is not None and rounding not in ROUNDING:
         raise ValueError(f"{path}.round: must be one of {list(ROUNDING)}, got {rounding!r}")
     kind, args = kinds[0], value[kinds[0]]
+    numbers = (args if isinstance(args, list) else [args]) + [value[k] for k in ("num", "base") if k in value]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
+        raise ValueError(f"{path}.{kind}: arguments must be numbers, got {value}")
+    if value.get("base", 2) <= 0:
+        raise ValueError(f"{path}.base: must be > 0, got {value['base']}")
     if kind == "range":
         if not (isinstance(args, list) and len(args) in (2, 3)) or (len(args) == 3 and args[2] <= 0):
             raise ValueError(f"{path}.range: expected [start, stop] or [start, stop, step>0] (stop inclusive), got {args}")
@@ -336,6 +350,7 @@ def _points(merged, exp: Experiment, search: SearchSpec | None, problems):
         if not isinstance(table, dict):
             problems.append(f"{key}: must be a table")
             return [], (), []
+    before = len(problems)
     axes = {}
     for name, value in grid.items():
         try:
@@ -353,7 +368,15 @@ def _points(merged, exp: Experiment, search: SearchSpec | None, problems):
                                 f"fields: {', '.join(sorted(known))}")
     if search and search.variable in set(fixed) | set(grid) | set(derived):
         problems.append(f"search.variable: {search.variable!r} is searched, so it must not be in fixed/grid/derived")
-    if problems:
+    values = [("fixed", n, [v]) for n, v in fixed.items()] + [("grid", n, vs) for n, vs in axes.items()]
+    for where, name, options in values:
+        field = exp.fields.get(name)
+        if field is None and name not in helpers:
+            continue  # already reported as an unknown field
+        errors = dict.fromkeys(e for v in options for e in [field.check(name, v) if field else
+                                                             _number_error(name, v)] if e)
+        problems += [f"{where}.{name}: {e}" for e in errors]
+    if len(problems) > before:
         return [], (), []
     points, skipped = [], []
     for combo in itertools.product(*axes.values()):
@@ -372,6 +395,12 @@ def _points(merged, exp: Experiment, search: SearchSpec | None, problems):
     return points, varying, skipped
 
 
+def _number_error(name, value) -> str | None:
+    """Helper axes (used only by derived expressions) must be numbers."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return None if ok else f"{name} is used in derived expressions, so it must be a number, got {value!r}"
+
+
 def _derive(name, expression, point, exp: Experiment):
     value = expr.evaluate(expression, point)
     field = exp.fields.get(name)
@@ -382,8 +411,8 @@ def _derive(name, expression, point, exp: Experiment):
 
 def _validated_point(point, exp: Experiment, search, helpers, problems, skipped):
     errors = [e for n, v in point.items() if n in exp.fields for e in [exp.fields[n].check(n, v)] if e]
-    if errors:
-        problems += [f"point {point}: {e}" for e in errors]
+    if errors:  # only derived values can still be bad here: fixed and grid values were checked
+        problems += [f"derived: {e} (at {_label(point)})" for e in errors]
         return None
     missing = [n for n, f in exp.fields.items()
                if f.default is REQUIRED and n not in point and not (search and n == search.variable)]

@@ -1,0 +1,222 @@
+"""Tests for the `jaxmem` command's user errors: exit codes, messages, no tracebacks, nothing compiled."""
+
+import re
+from pathlib import Path
+
+import jax.monitoring
+import pytest
+
+from jaxmem import driver, search
+from jaxmem.cli import main
+from jaxmem.expr import evaluate
+from jaxmem.lock import OutputLock
+from jaxmem.spec import load, parse
+from jaxmem.store import FILENAME, Store
+
+REPO = Path(__file__).resolve().parents[1]
+FIG1 = REPO / "sweeps" / "nichani24" / "fig1_mlp.toml"
+
+TINY = """\
+experiment = "assoc_memory"
+seeds = [0]
+[fixed]
+model = "linear"
+d = 4
+N = 4
+[train]
+steps = 2
+eval_every = 1
+learning_rates = [0.1]
+"""
+
+
+@pytest.fixture
+def compiles():
+    """Names of XLA backend compilations that happen during the test."""
+    seen = []
+
+    def listener(name, _secs, **_kw):
+        if "backend_compile" in name:
+            seen.append(name)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    yield seen
+    jax.monitoring.unregister_event_duration_listener(listener)
+
+
+@pytest.fixture
+def no_compile(monkeypatch, compiles):
+    """Fail the test if the driver gets as far as building a bucket runner or a report."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the run got past its checks and started work")
+
+    monkeypatch.setattr(driver, "BucketRunner", refuse)
+    monkeypatch.setattr(driver, "report", refuse)
+    yield compiles
+    assert compiles == []
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY)
+    return path
+
+
+def call(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def test_run_bad_spec_exits_2_naming_the_field(tmp_path, capsys, no_compile):
+    path = tmp_path / "bad.toml"
+    path.write_text(TINY.replace("steps = 2", 'steps = "many"') + "[grid]\nmm = [1]\n")
+    code, out, err = call(capsys, "run", str(path))
+    assert code == 2
+    assert err.startswith("jaxmem: error: invalid sweep spec")
+    assert str(path) in err and "train.steps" in err and "grid.mm" in err and "did you mean 'm'" in err
+    assert out == ""
+
+
+def test_run_malformed_toml_exits_2(tmp_path, capsys, no_compile):
+    path = tmp_path / "bad.toml"
+    path.write_text("experiment = \n")
+    code, _, err = call(capsys, "run", str(path))
+    assert code == 2 and "malformed TOML" in err
+
+
+def test_run_unknown_preset_exits_2(tiny, capsys, no_compile):
+    code, _, err = call(capsys, "run", str(tiny), "--preset", "paper")
+    assert code == 2 and "--preset 'paper'" in err
+
+
+def test_run_nonexistent_sweep_exits_2(capsys, no_compile):
+    code, out, err = call(capsys, "run", "nonexistent_sweep")
+    assert code == 2
+    assert "nonexistent_sweep" in err and "no such spec file or shipped sweep" in err
+    assert "nichani24/fig1_mlp" in err  # lists what exists
+    assert out == ""
+
+
+def test_run_non_numeric_axis_exits_2(tmp_path, capsys, no_compile):
+    path = tmp_path / "bad.toml"
+    path.write_text(TINY.replace("d = 4\n", "") + '[grid]\nd = { range = [4, "8"] }\n')
+    code, _, err = call(capsys, "run", str(path))
+    assert code == 2 and "grid.d" in err
+
+
+@pytest.mark.parametrize("command", ["status", "report"])
+def test_status_or_report_of_empty_folder_exits_2(tmp_path, capsys, command):
+    code, out, err = call(capsys, command, str(tmp_path))
+    assert code == 2
+    assert str(tmp_path) in err and "holds no jaxmem results" in err and FILENAME in err
+    assert out == ""
+    assert not (tmp_path / FILENAME).exists()
+
+
+def test_status_of_missing_folder_exits_2(tmp_path, capsys):
+    code, _, err = call(capsys, "status", str(tmp_path / "nope"))
+    assert code == 2 and "holds no jaxmem results" in err
+
+
+def test_status_of_garbage_store_exits_4(tmp_path, capsys):
+    (tmp_path / FILENAME).write_bytes(b"not sqlite at all\n" * 64)
+    code, _, err = call(capsys, "status", str(tmp_path))
+    assert code == 4 and "unreadable" in err and FILENAME in err
+
+
+def test_status_of_a_claimed_folder(tmp_path, tiny, capsys):
+    store = Store(tmp_path)
+    driver.claim(store, load(tiny))
+    store.close()
+    code, out, _ = call(capsys, "status", str(tmp_path))
+    assert code == 0
+    assert "sweep tiny [base]" in out and "idle" in out and "runs finished: 0" in out
+
+
+def test_list(capsys):
+    code, out, _ = call(capsys, "list")
+    assert code == 0
+    assert re.search(r"^  assoc_memory: ", out, re.M)
+    assert re.search(r"^  nichani24/fig1_mlp  \(", out, re.M)
+    for field in ("model", "d", "m", "N", "M"):
+        assert re.search(rf"^      {field} \[", out, re.M), field
+
+
+def test_dry_run_prints_buckets_and_compiles_nothing(capsys, no_compile):
+    code, out, err = call(capsys, "run", str(FIG1), "--dry-run")
+    assert code == 0, err
+    spec = load(FIG1)
+    header = re.search(r"first round: (\d+) runs in (\d+) buckets", out)
+    assert header, out
+    runs, buckets = map(int, header.groups())
+    # first round of every search: both bracket ends and K interior points, for every seed and learning rate
+    expected = sum(len(search.probes(spec.search, search.start(spec.search, int(evaluate(spec.search.lo, p)),
+                                                                int(evaluate(spec.search.hi, p)))))
+                   for p in spec.points) * len(spec.seeds) * len(spec.train.learning_rates)
+    assert runs == expected
+    bucket_lines = re.findall(r"^  bucket [0-9a-f]{12} \(.*\): (\d+) runs, (\d+) slots", out, re.M)
+    assert len(bucket_lines) == buckets >= 1
+    assert sum(int(n) for n, _ in bucket_lines) == runs
+    assert all(int(s) >= 1 for _, s in bucket_lines)
+    assert f"{len(spec.points)} points x {len(spec.seeds)} seeds" in out
+
+
+def test_locked_output_folder_exits_3(tmp_path, tiny, capsys, no_compile):
+    out_dir = tmp_path / "out"
+    with OutputLock(out_dir):
+        owner = (out_dir / ".lock").read_text()
+        code, out, err = call(capsys, "run", str(tiny), "--out", str(out_dir), "--quiet")
+        assert (out_dir / ".lock").read_text() == owner  # the holder's note is untouched
+    assert code == 3
+    assert "in use by another jaxmem run" in err and str(out_dir) in err and owner in err
+    assert not (out_dir / FILENAME).exists()  # refused before touching the store
+
+
+def test_lock_is_released_after_a_refused_run(tmp_path, tiny, capsys, no_compile):
+    out_dir = tmp_path / "out"
+    with OutputLock(out_dir):
+        call(capsys, "run", str(tiny), "--out", str(out_dir), "--quiet")
+    with OutputLock(out_dir):  # the refused run left no lock behind
+        pass
+
+
+def test_folder_of_another_sweep_exits_4(tmp_path, tiny, capsys, no_compile):
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    other = parse({"experiment": "assoc_memory", "fixed": {"model": "linear", "d": 8, "N": 8},
+                   "train": {"steps": 4, "eval_every": 2}}, "other_sweep")
+    store = Store(out_dir)
+    driver.claim(store, other)
+    store.close()
+    code, out, err = call(capsys, "run", str(tiny), "--out", str(out_dir), "--quiet")
+    assert code == 4
+    assert "holds a different sweep" in err and "other_sweep" in err and str(out_dir) in err
+    store = Store(out_dir)
+    try:
+        assert store.meta()["fingerprint"] == other.fingerprint  # not taken over
+    finally:
+        store.close()
+
+
+def test_claim_accepts_the_same_sweep_again(tmp_path, tiny):
+    spec = load(tiny)
+    store = Store(tmp_path)
+    try:
+        driver.claim(store, spec)
+        driver.claim(store, load(tiny))
+        assert store.meta()["fingerprint"] == spec.fingerprint and store.meta()["spec"] == "tiny"
+    finally:
+        store.close()
+
+
+def test_garbage_store_in_output_folder_exits_4(tmp_path, tiny, capsys, no_compile):
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    (out_dir / FILENAME).write_bytes(b"garbage" * 500)
+    code, _, err = call(capsys, "run", str(tiny), "--out", str(out_dir), "--quiet")
+    assert code == 4 and "unreadable" in err
+    assert (out_dir / FILENAME).read_bytes() == b"garbage" * 500

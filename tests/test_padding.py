@@ -1,0 +1,58 @@
+"""Padding and masking: a run padded into a larger bucket equals the unpadded run (same key)."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from helpers import run_program
+
+EXACT = lambda n: n  # noqa: E731
+BIG = lambda n: 2 * n + 3  # noqa: E731 - every size padded, by an awkward amount
+
+
+@pytest.mark.parametrize("config", [
+    {"model": "linear", "d": 8, "N": 30},
+    {"model": "lowrank", "d": 8, "m": 4, "N": 20},
+    {"model": "mlp", "d": 8, "m": 12, "N": 40},
+    {"model": "mlp", "d": 6, "m": 10, "N": 40, "M": 8},
+])
+def test_padded_run_equals_unpadded_run(config):
+    steps = 40  # a short horizon: training is chaotic, so float rounding grows over thousands of steps
+    small = run_program([config], EXACT, 1, steps, [1e-2], stop=2.0)
+    big = run_program([config], BIG, 1, steps, [1e-2], stop=2.0)
+    for name, leaf in small.params.items():
+        padded = big.params[name][0]
+        block = tuple(slice(0, n) for n in leaf[0].shape)
+        np.testing.assert_allclose(padded[block], leaf[0], atol=2e-5, rtol=1e-4, err_msg=name)
+        outside = jnp.ones(padded.shape, bool).at[block].set(False)
+        assert float(jnp.max(jnp.abs(jnp.where(outside, padded, 0.0)))) == 0.0, f"{name}: padding left non-zero"
+    for metric in ("loss", "accuracy"):
+        np.testing.assert_allclose(big.last[metric], small.last[metric], atol=1e-5)
+    assert int(big.step[0]) == int(small.step[0]) == steps
+
+
+def test_slot_position_and_slot_count_do_not_change_a_run():
+    """Bitwise, from two slots on (the engine never compiles a program with one slot per device)."""
+    run = {"model": "mlp", "d": 8, "m": 16, "N": 50}
+    others = [{"model": "mlp", "d": 8, "m": 16, "N": 20}, {"model": "mlp", "d": 7, "m": 9, "N": 45}]
+    pad = lambda n: 64  # noqa: E731
+    alone = run_program([run], pad, 2, 256, [3e-2])  # slot 2 vacant
+    crowded = run_program(others + [run], pad, 4, 256, [3e-2] * 3)
+    for name in alone.params:
+        assert np.array_equal(np.asarray(alone.params[name][0]), np.asarray(crowded.params[name][2])), name
+    assert int(alone.step[0]) == int(crowded.step[2])
+    assert float(alone.best[0]) == float(crowded.best[2])
+
+
+def test_diverging_run_is_frozen_and_never_poisons_its_neighbours():
+    # The authors' -log(softmax(.)) overflows at their lr = 1000; at lr = 0.01 it trains normally.
+    run = {"model": "linear", "d": 16, "N": 40, "loss_form": "log_of_softmax"}
+    pad = lambda n: 64  # noqa: E731
+    alone = run_program([run], pad, 2, 200, [1e-2], stop=2.0)
+    mixed = run_program([run, run], pad, 2, 200, [1e-2, 1000.0], stop=2.0)
+    assert not bool(alone.diverged[0]) and not bool(mixed.diverged[0])
+    assert bool(mixed.diverged[1]) and bool(mixed.done[1]) and int(mixed.step[1]) < 200
+    assert all(bool(jnp.all(jnp.isfinite(leaf[1]))) for leaf in mixed.params.values()), "diverged run kept NaN params"
+    for name in alone.params:
+        assert np.array_equal(np.asarray(alone.params[name][0]), np.asarray(mixed.params[name][0])), name
+    assert int(alone.step[0]) == int(mixed.step[0]) == 200

@@ -1,0 +1,127 @@
+"""Interruptions and devices: whatever happens, the final results equal an uninterrupted run's."""
+
+import signal
+import time
+
+import pandas as pd
+import pytest
+
+import jaxmem
+from helpers import RESULT_COLUMNS, TINY_SPEC, jaxmem_cli
+from jaxmem.driver import EXIT_TERMINATED, run_sweep
+from jaxmem.spec import load
+
+
+def results(out) -> tuple[pd.DataFrame, pd.DataFrame]:
+    runs = jaxmem.load_results(out).set_index("run_id").sort_index()[RESULT_COLUMNS]
+    searches = jaxmem.load_results(out, "searches").set_index("unit").sort_index()[["capacity", "first_failure",
+                                                                                     "rounds", "probes"]]
+    return runs, searches
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("uninterrupted")
+    run_sweep(load(TINY_SPEC), out, quiet=True)
+    return results(out)
+
+
+def wait_for_runs(out, count: int, process, timeout: float = 120.0) -> None:
+    """Block until the store holds at least `count` finished runs (or the process ended)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and process.poll() is None:
+        try:
+            if len(jaxmem.load_results(out)) >= count:
+                return
+        except Exception:  # noqa: BLE001 - the store may not exist yet
+            pass
+        time.sleep(0.05)
+
+
+def assert_same(out, uninterrupted):
+    runs, searches = results(out)
+    expected_runs, expected_searches = uninterrupted
+    assert runs.index.is_unique, "a run was stored twice"
+    pd.testing.assert_frame_equal(runs, expected_runs)
+    pd.testing.assert_frame_equal(searches, expected_searches)
+
+
+def test_kill_9_then_resume_gives_identical_results(tmp_path, uninterrupted):
+    out = tmp_path / "killed"
+    for finished in (0, 12, 40):  # killed at three points: before any run finished, early, late
+        process = jaxmem_cli("run", TINY_SPEC, "--out", out, "--quiet")
+        wait_for_runs(out, finished, process)
+        if finished == 0:
+            time.sleep(4.0)  # mid-compile or mid-segment
+        process.kill()
+        process.wait()
+    assert jaxmem_cli("run", TINY_SPEC, "--out", out, "--quiet").wait() == 0
+    assert_same(out, uninterrupted)
+
+
+def test_sigterm_saves_exits_distinctly_and_resumes(tmp_path, uninterrupted):
+    out = tmp_path / "terminated"
+    process = jaxmem_cli("run", TINY_SPEC, "--out", out, "--quiet")
+    wait_for_runs(out, 8, process)
+    process.send_signal(signal.SIGTERM)
+    output, _ = process.communicate(timeout=120)
+    assert process.returncode == EXIT_TERMINATED, output
+    assert "rerun the same command to resume" in output
+    assert any((out / "checkpoints").iterdir()), "no in-flight checkpoint was left"
+    stored = len(jaxmem.load_results(out))
+    assert jaxmem_cli("run", TINY_SPEC, "--out", out, "--quiet").wait() == 0
+    assert len(jaxmem.load_results(out)) > stored
+    assert not (out / "checkpoints").exists() or not any((out / "checkpoints").iterdir())
+    assert_same(out, uninterrupted)
+
+
+def test_corrupted_checkpoint_is_detected_and_the_chunk_recomputed(tmp_path, uninterrupted):
+    out = tmp_path / "corrupted"
+    process = jaxmem_cli("run", TINY_SPEC, "--out", out, "--quiet")
+    wait_for_runs(out, 8, process)
+    process.send_signal(signal.SIGTERM)
+    process.communicate(timeout=120)
+    damaged = 0
+    for step_dir in (out / "checkpoints").glob("*/*"):
+        for file in step_dir.rglob("*"):
+            if file.is_file() and file.stat().st_size > 0:
+                file.write_bytes(file.read_bytes()[: file.stat().st_size // 2])  # truncate every file
+                damaged += 1
+    assert damaged
+    resumed = jaxmem_cli("run", TINY_SPEC, "--out", out, "--quiet")
+    output, _ = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, output
+    assert "unreadable" in output
+    assert_same(out, uninterrupted)
+
+
+def test_four_virtual_devices_give_the_same_results_as_one(tmp_path, uninterrupted):
+    """Same runs, same outcomes, same searches. XLA compiles the sharded program's arithmetic in a
+    slightly different order, so accuracies of runs far from the threshold may differ by a sample."""
+    out = tmp_path / "sharded"
+    process = jaxmem_cli("run", TINY_SPEC, "--out", out, "--quiet",
+                         env_extra={"XLA_FLAGS": "--xla_force_host_platform_device_count=4"})
+    output, _ = process.communicate(timeout=300)
+    assert process.returncode == 0, output
+    runs, searches = results(out)
+    expected_runs, expected_searches = uninterrupted
+    assert set(jaxmem.load_results(out)["device"]) == {"cpu:4"}
+    assert runs.index.equals(expected_runs.index)
+    pd.testing.assert_frame_equal(searches, expected_searches)
+    pd.testing.assert_series_equal(runs["success"], expected_runs["success"])
+    pd.testing.assert_series_equal(runs["steps_run"], expected_runs["steps_run"])
+    assert (runs["max_metric"] - expected_runs["max_metric"]).abs().max() <= 0.05
+
+
+def test_second_run_on_a_folder_in_use_is_refused(tmp_path):
+    out = tmp_path / "busy"
+    first = jaxmem_cli("run", TINY_SPEC, "--out", out, "--quiet")
+    deadline = time.time() + 60
+    while not (out / ".lock").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    second = jaxmem_cli("run", TINY_SPEC, "--out", out, "--quiet")
+    output, _ = second.communicate(timeout=60)
+    first.kill()
+    first.wait()
+    assert second.returncode == 3
+    assert "in use by another jaxmem run" in output
