@@ -1,0 +1,51 @@
+"""A whole sweep through the public entry points: CLI run, store, report, status, load_results."""
+
+import math
+
+import jaxmem
+from helpers import ROOT, jaxmem_cli
+from jaxmem.cli import main
+from jaxmem.experiments import assoc_memory
+
+HEBBIAN = ROOT / "tests" / "specs" / "tiny_hebbian.toml"
+
+
+def hebbian_accuracy(d: int, n: int, seed: int = 0) -> float:
+    """Accuracy of the Thm 1 construction computed outside the engine (numpy-free JAX, no padding)."""
+    import jax
+
+    from jaxmem.plan import make_run
+    from jaxmem.program import run_key
+
+    config = assoc_memory.EXPERIMENT.complete({"model": "linear", "init": "hebbian", "d": d, "N": n})
+    run = make_run({k: v for k, v in config.items() if k != "N"}, seed, 1.0, "N", n, 0)
+    shape = assoc_memory.shape(config, lambda size: size)
+    dyn = {**assoc_memory.dynamic(config), "lr": 1.0}
+    params, problem = assoc_memory.init(run_key(seed, run.problem_index), shape, dyn)
+    return float(jax.device_get(assoc_memory.evaluate(params, problem, shape, dyn)["accuracy"]))
+
+
+def test_hebbian_search_finds_the_exact_capacity_and_reports_it(tmp_path, capsys):
+    out = tmp_path / "hebbian"
+    process = jaxmem_cli("run", HEBBIAN, "--out", out, "--quiet")
+    output, _ = process.communicate(timeout=300)
+    assert process.returncode == 0, output
+    searches = jaxmem.load_results(out, "searches")
+    assert len(searches) == 2 and set(searches["censored"]) == {""}
+    for row in searches.itertuples():
+        capacity = int(row.capacity)
+        # resolution 0: the search stops at hi - lo <= 1, so capacity stores all pairs and capacity + 1 does not
+        assert hebbian_accuracy(row.d, capacity) == 1.0
+        assert hebbian_accuracy(row.d, int(row.first_failure)) < 1.0
+        assert row.first_failure == capacity + 1
+        assert math.isclose(row.bits, capacity * math.log2(capacity)) if capacity > 1 else row.bits == 0
+    runs = jaxmem.load_results(out)
+    assert (runs["steps_run"] == 0).all() and not runs["diverged"].any()
+    assert {"report.md", "capacity.csv", "capacity.png", "runs.csv", "results.sqlite"} <= {p.name for p in out.iterdir()}
+    assert (out / "capacity.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report = (out / "report.md").read_text()
+    assert "Slope" in report and "Bits per parameter" in report
+    assert main(["status", str(out)]) == 0
+    status = capsys.readouterr().out
+    assert "threshold searches finished: 2" in status and "idle" in status
+    assert not (out / "checkpoints").exists() or not any((out / "checkpoints").iterdir())
