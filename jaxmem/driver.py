@@ -156,7 +156,7 @@ class Sweep:
         self.progress.note(f"compiling bucket {bucket.id} ({bucket.label()}) with {slots} slots")
         return BucketRunner(self.exp, bucket, self.settings, slots, run, self.devices,
                             self.out_dir / "checkpoints" / bucket.id, self.pending.get, self.spec.engine.segment_seconds,
-                            on_compile=lambda s: self.store.add_compile(bucket.id, s, time.time()))
+                            on_compile=lambda s: self.store.add_compile(bucket.id, bucket.shape_dict, slots, s, time.time()))
 
     # -- main loop -----------------------------------------------------------------------------------
     def run(self) -> None:

@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
+
+from jaxmem.experiments import get as get_experiment
+from jaxmem.plan import Bucket, padding_waste
 from jaxmem.report import write_report
-from jaxmem.store import load_results
+from jaxmem.store import expand_config, load_results
 
 
 def report(out_dir: str | Path) -> Path:
@@ -14,7 +18,8 @@ def report(out_dir: str | Path) -> Path:
     out_dir = Path(out_dir)
     meta = load_results(out_dir, "meta").set_index("key")["value"].to_dict()
     spec = json.loads(meta.get("resolved_spec", "{}"))
-    runs = load_results(out_dir, "runs")
+    raw_runs = load_results(out_dir, "runs", expand=False)
+    runs = expand_config(raw_runs)
     runs.to_csv(out_dir / "runs.csv", index=False)
     searches = load_results(out_dir, "searches")
     compiles = load_results(out_dir, "compiles")
@@ -23,4 +28,25 @@ def report(out_dir: str | Path) -> Path:
     meta_view["compiles"] = len(compiles)
     meta_view["compile_time_s"] = round(float(compiles["seconds"].sum()), 2) if len(compiles) else 0.0
     paths = write_report(out_dir, spec.get("report", {}), searches, runs, meta_view)
-    return next(p for p in paths if p.name == "report.md")
+    report_path = next(p for p in paths if p.name == "report.md")
+    report_path.write_text(report_path.read_text().rstrip() + "\n\n" + buckets_section(meta, raw_runs, compiles))
+    return report_path
+
+
+def buckets_section(meta: dict, runs: pd.DataFrame, compiles: pd.DataFrame) -> str:
+    """One row per compiled program: its padded shape, slots, compile time, runs and padding waste."""
+    if compiles.empty:
+        return ""
+    exp = get_experiment(meta["experiment"])
+    rows = ["## Buckets (one compiled program each)", "",
+            "| bucket | padded shape | slots | compile s | runs | padding waste (padded / true FLOPs) |",
+            "|---|---|---|---|---|---|"]
+    for c in compiles.drop_duplicates("bucket").itertuples():
+        shape = json.loads(c.shape)
+        bucket = Bucket(exp.name, tuple(sorted(shape.items())))
+        mine = runs[runs["bucket"] == c.bucket] if len(runs) else runs
+        configs = [json.loads(x) for x in mine["config"]] if len(mine) else []
+        waste = f"{padding_waste(exp, bucket, [exp.complete(x) for x in configs]):.2f}x" if configs else "-"
+        sizes = ", ".join(f"{k}={v}" for k, v in sorted(shape.items()) if type(v) is int)
+        rows.append(f"| {c.bucket} | {sizes} | {c.slots} | {c.seconds:.2f} | {len(mine)} | {waste} |")
+    return "\n".join(rows) + "\n"

@@ -30,7 +30,8 @@ CREATE TABLE IF NOT EXISTS searches (
     probes INTEGER, non_monotone INTEGER NOT NULL, params REAL, bits REAL, status TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS trajectories (
     run_id TEXT NOT NULL, step INTEGER NOT NULL, metrics TEXT NOT NULL, PRIMARY KEY (run_id, step));
-CREATE TABLE IF NOT EXISTS compiles (bucket TEXT NOT NULL, seconds REAL NOT NULL, at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS compiles (
+    bucket TEXT NOT NULL, shape TEXT NOT NULL, slots INTEGER NOT NULL, seconds REAL NOT NULL, at REAL NOT NULL);
 """
 
 RUN_COLUMNS = ("run_id", "point", "seed", "lr", "value", "round", "config", "bucket", "max_metric", "final_metric",
@@ -82,9 +83,10 @@ class Store:
             self.db.executemany(f"INSERT OR IGNORE INTO searches VALUES ({', '.join('?' * len(SEARCH_COLUMNS))})",
                                 [tuple(_cell(r.get(c)) for c in SEARCH_COLUMNS) for r in rows])
 
-    def add_compile(self, bucket: str, seconds: float, at: float) -> None:
+    def add_compile(self, bucket: str, shape: dict, slots: int, seconds: float, at: float) -> None:
         with self.db:
-            self.db.execute("INSERT INTO compiles VALUES (?, ?, ?)", (bucket, seconds, at))
+            self.db.execute("INSERT INTO compiles VALUES (?, ?, ?, ?, ?)",
+                            (bucket, json.dumps(shape, sort_keys=True), slots, seconds, at))
 
     def finished_runs(self) -> dict[str, tuple[bool, bool]]:
         """run_id -> (success, diverged) for every stored run."""
@@ -94,8 +96,7 @@ class Store:
         return {u for (u,) in self.db.execute("SELECT unit FROM searches")}
 
     def table(self, name: str) -> pd.DataFrame:
-        frame = pd.read_sql_query(f"SELECT * FROM {name}", self.db)
-        return expand_config(frame)
+        return pd.read_sql_query(f"SELECT * FROM {name}", self.db)
 
 
 def _cell(value):
@@ -115,8 +116,9 @@ def expand_config(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([frame.drop(columns="config"), config], axis=1)
 
 
-def load_results(out_dir: str | Path, table: str = "runs") -> pd.DataFrame:
-    """One finished sweep's results as a DataFrame: `runs` (default), `searches`, `trajectories` or `compiles`."""
+def load_results(out_dir: str | Path, table: str = "runs", expand: bool = True) -> pd.DataFrame:
+    """One sweep's results as a DataFrame: `runs` (default), `searches`, `trajectories`, `compiles` or
+    `meta`; with `expand`, the JSON `config` column becomes one column per field."""
     path = Path(out_dir) / FILENAME
     if not path.is_file():
         raise FileNotFoundError(f"no results in {out_dir} (expected {path})")
@@ -130,4 +132,4 @@ def load_results(out_dir: str | Path, table: str = "runs") -> pd.DataFrame:
     for column in ("diverged", "success", "non_monotone"):
         if column in frame:
             frame[column] = frame[column].astype(bool)
-    return frame
+    return expand_config(frame) if expand else frame

@@ -138,13 +138,15 @@ def test_trajectories_meta_and_compiles(tmp_path, store):
                                                 ("r1", 64, {"accuracy": 0.0})])
     store.set_meta({"spec": "fig", "slots:b1": 8, "elapsed_s": "1.5"})
     store.set_meta({"elapsed_s": "2.5"})
-    store.add_compile("b1", 3.0, 1.0)
+    store.add_compile("b1", {"N": 64, "model": "mlp"}, 8, 3.0, 1.0)
     assert store.meta() == {"spec": "fig", "slots:b1": "8", "elapsed_s": "2.5"}
     store.close()
     traj = load_results(tmp_path, "trajectories")
     assert list(traj["step"]) == [64, 128]
     assert [json.loads(m)["accuracy"] for m in traj["metrics"]] == [0.5, 0.9]
-    assert load_results(tmp_path, "compiles")["seconds"].tolist() == [3.0]
+    compiles = load_results(tmp_path, "compiles")
+    assert compiles["seconds"].tolist() == [3.0] and compiles["slots"].tolist() == [8]
+    assert json.loads(compiles["shape"][0]) == {"N": 64, "model": "mlp"}
     meta = load_results(tmp_path, "meta").set_index("key")["value"].to_dict()
     assert meta["slots:b1"] == "8"
 
