@@ -12,7 +12,6 @@ import time
 from typing import Callable
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
@@ -157,7 +156,9 @@ class BucketRunner:
         return finished, trajectory, steps_taken
 
     def _blank_state(self):
-        return jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype, device=self.shard), self.abstract_state)
+        """Placeholder slots for the first segment (every slot is initialised by it); built on the
+        host so that nothing but the bucket's program is ever compiled."""
+        return jax.tree.map(lambda a: jax.device_put(np.zeros(a.shape, a.dtype), self.shard), self.abstract_state)
 
     # -- checkpoints -----------------------------------------------------------------------------
     def checkpoint(self) -> None:

@@ -49,3 +49,35 @@ def test_hebbian_search_finds_the_exact_capacity_and_reports_it(tmp_path, capsys
     status = capsys.readouterr().out
     assert "threshold searches finished: 2" in status and "idle" in status
     assert not (out / "checkpoints").exists() or not any((out / "checkpoints").iterdir())
+
+
+def test_one_compile_per_bucket_and_none_while_running(tmp_path, monkeypatch):
+    """Programs compile when a bucket is created; segments, refills and search rounds never recompile."""
+    import jax.monitoring
+
+    from jaxmem import executor
+    from jaxmem.driver import run_sweep
+    from jaxmem.spec import load
+    from helpers import TINY_SPEC
+
+    compiles, during_segments = [], []
+    listener = lambda name, *_a, **_k: compiles.append(name) if "backend_compile" in name else None  # noqa: E731
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    step = executor.BucketRunner.step
+
+    def watched(self):
+        before = len(compiles)
+        result = step(self)
+        during_segments.append(len(compiles) - before)
+        return result
+
+    monkeypatch.setattr(executor.BucketRunner, "step", watched)
+    try:
+        run_sweep(load(TINY_SPEC), tmp_path / "out", quiet=True)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    buckets = jaxmem.load_results(tmp_path / "out", "compiles")
+    rounds = jaxmem.load_results(tmp_path / "out")["round"].nunique()
+    assert len(buckets) == buckets["bucket"].nunique() == 2
+    assert rounds >= 3 and len(during_segments) > 2 * rounds
+    assert sum(during_segments) == 0, f"recompiled during segments: {during_segments}"
