@@ -105,7 +105,8 @@ def make_while_program(exp: Experiment, shape: dict, settings: Settings):
         def block(carry):
             params, opt_state, steps, best, _ = carry
             params, opt_state = jax.lax.fori_loop(
-                0, settings.eval_every, lambda _, po: step(*po, problem, dyn), (params, opt_state))
+                0, settings.eval_every, lambda _, po: step(*po, problem, dyn), (params, opt_state)
+            )
             value = _metric(exp, params, problem, shape, dyn, settings.metric)
             return params, opt_state, steps + settings.eval_every, jnp.maximum(best, value), value
 
@@ -142,8 +143,11 @@ def make_step_functions(exp: Experiment, shape: dict, settings: Settings):
         params, problem = exp.init(run_key(seed, problem_index), shape, dyn)
         return params, exp.optimizer(dyn).init(params), problem
 
-    return (jax.jit(init), jax.jit(_sgd_step(exp, shape), donate_argnums=(0, 1)),
-            jax.jit(lambda params, problem, dyn: _metric(exp, params, problem, shape, dyn, settings.metric)))
+    return (
+        jax.jit(init),
+        jax.jit(_sgd_step(exp, shape), donate_argnums=(0, 1)),
+        jax.jit(lambda params, problem, dyn: _metric(exp, params, problem, shape, dyn, settings.metric)),
+    )
 
 
 def python_loop_run(fns, run: RunSpec, dyn: dict, settings: Settings) -> Outcome:

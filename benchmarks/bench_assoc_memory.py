@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 import jax
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import baselines as B  # noqa: E402
@@ -97,9 +96,17 @@ class EngineProbe:
 
         def init(runner, *args, **kwargs):
             original_init(runner, *args, **kwargs)
-            record = probe.buckets.setdefault(runner.bucket.id, {
-                "label": runner.bucket.label(), "shape": runner.bucket.shape_dict, "slots": runner.n_slots,
-                "compile_s": runner.compile_seconds, "segments": [], "step_s": 0.0})
+            record = probe.buckets.setdefault(
+                runner.bucket.id,
+                {
+                    "label": runner.bucket.label(),
+                    "shape": runner.bucket.shape_dict,
+                    "slots": runner.n_slots,
+                    "compile_s": runner.compile_seconds,
+                    "segments": [],
+                    "step_s": 0.0,
+                },
+            )
             program = runner.program
 
             def program_probe(*args):  # out[1] = blocks run in this segment (read after the sweep)
@@ -140,9 +147,15 @@ def run_jaxmem(spec, out_dir: Path) -> dict:
         total = time.perf_counter() - start
     compiles = load_results(out_dir, "compiles")
     report_s = probe.seconds["report writing (plots, report.md)"]
-    return {"runs": load_results(out_dir), "compile_s": float(compiles["seconds"].sum()),
-            "compiles": len(compiles), "run_sweep_s": total, "report_s": report_s,
-            "total_s": total - report_s, "probe": probe}
+    return {
+        "runs": load_results(out_dir),
+        "compile_s": float(compiles["seconds"].sum()),
+        "compiles": len(compiles),
+        "run_sweep_s": total,
+        "report_s": report_s,
+        "total_s": total - report_s,
+        "probe": probe,
+    }
 
 
 # -- analysis ------------------------------------------------------------------------------------------
@@ -164,11 +177,24 @@ def bucket_rows(exp, spec, runs, probe: EngineProbe) -> list[dict]:
         useful = sum(exp.flops_per_step(c) * s for c, s in zip(configs, mine.steps_run)) / 1e9
         executed = exp.flops_per_step(padded) * slot_steps / 1e9
         shape_waste = exp.flops_per_step(padded) * live_steps / 1e9 / useful if useful else float("nan")
-        rows.append({"bucket": bucket_id, "label": _short_label(b["shape"]), "slots": b["slots"], "runs": len(mine),
-                     "segments": len(b["segments"]), "blocks": blocks, "live_steps": live_steps,
-                     "slot_steps": slot_steps, "occupancy": live_steps / slot_steps if slot_steps else float("nan"),
-                     "shape_waste": shape_waste, "useful_gflop": useful, "executed_gflop": executed,
-                     "compile_s": b["compile_s"], "seconds": b["step_s"]})
+        rows.append(
+            {
+                "bucket": bucket_id,
+                "label": _short_label(b["shape"]),
+                "slots": b["slots"],
+                "runs": len(mine),
+                "segments": len(b["segments"]),
+                "blocks": blocks,
+                "live_steps": live_steps,
+                "slot_steps": slot_steps,
+                "occupancy": live_steps / slot_steps if slot_steps else float("nan"),
+                "shape_waste": shape_waste,
+                "useful_gflop": useful,
+                "executed_gflop": executed,
+                "compile_s": b["compile_s"],
+                "seconds": b["step_s"],
+            }
+        )
     return sorted(rows, key=lambda r: -r["seconds"])
 
 
@@ -185,9 +211,15 @@ def agreement(runs, outcomes: list[B.Outcome], threshold: float) -> dict:
     success = [(bool(ref.loc[o.run_id, "success"]), o.best >= threshold) for o in outcomes]
     same_steps = sum(int(ref.loc[o.run_id, "steps_run"]) == o.steps for o in outcomes)
     diff = [abs(float(ref.loc[o.run_id, "max_metric"]) - o.best) for o in outcomes]
-    return {"n": len(outcomes), "success_agree": sum(a == b for a, b in success), "steps_agree": same_steps,
-            "flips_a_only": sum(a and not b for a, b in success), "flips_other_only": sum(b and not a for a, b in success),
-            "max_metric_exact": sum(d == 0.0 for d in diff), "max_abs_diff": max(diff) if diff else 0.0}
+    return {
+        "n": len(outcomes),
+        "success_agree": sum(a == b for a, b in success),
+        "steps_agree": same_steps,
+        "flips_a_only": sum(a and not b for a, b in success),
+        "flips_other_only": sum(b and not a for a, b in success),
+        "max_metric_exact": sum(d == 0.0 for d in diff),
+        "max_abs_diff": max(diff) if diff else 0.0,
+    }
 
 
 def machine() -> dict:
@@ -200,88 +232,115 @@ def machine() -> dict:
     except OSError:
         pass
     import jaxlib
-    return {"cpu": model, "cores": os.cpu_count(), "usable cores": len(os.sched_getaffinity(0)),
-            "jax": jax.__version__, "jaxlib": jaxlib.__version__, "python": platform.python_version(),
-            "device": f"{jax.devices()[0].platform} x{len(jax.devices())} ({jax.devices()[0].device_kind})",
-            "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")}
+
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "usable cores": len(os.sched_getaffinity(0)),
+        "jax": jax.__version__,
+        "jaxlib": jaxlib.__version__,
+        "python": platform.python_version(),
+        "device": f"{jax.devices()[0].platform} x{len(jax.devices())} ({jax.devices()[0].device_kind})",
+        "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+    }
 
 
 # -- report ------------------------------------------------------------------------------------------------
 def render(info, spec, peak, a, methods, agree, buckets, every) -> str:
     L = []
     L.append("# Benchmark: fig1_mlp `quick` preset — jaxmem vs per-run jit vs per-step Python loop\n")
-    L.append("Written by `python benchmarks/bench_assoc_memory.py` (all numbers below come from one process "
-             "run on one machine; rerun to refresh).\n")
+    L.append(
+        "Written by `python benchmarks/bench_assoc_memory.py` (all numbers below come from one process "
+        "run on one machine; rerun to refresh).\n"
+    )
     L.append("## Method\n")
-    L.append(f"- **Work**: the `{PRESET}` preset of `sweeps/nichani24/fig1_mlp.toml` (MLP associative memory, "
-             f"M = N, Adam, {spec.train.steps} steps max, eval every {spec.train.eval_every}, early stop at "
-             f"accuracy ≥ {spec.train.early_stop}, lr ∈ {list(spec.train.learning_rates)}, seeds "
-             f"{list(spec.seeds)}, a 4-probe search over N per (d, m, seed)). The set of runs is whatever (a) "
-             f"executed ({a['n_runs']} runs over {a['n_shapes']} distinct unpadded (d, m, N) shapes); (b) and "
-             "(c) train exactly those runs.\n"
-             "- **(a) jaxmem**: `run_sweep(load(spec, 'quick'), tmpdir, quiet=True)`. Compile = sum of the "
-             "`compiles` table (AOT `lower().compile()` per bucket). Total excludes the report writing at the "
-             f"end of `run_sweep` (plots, report.md: {a['report_s']:.1f} s; with it `run_sweep` took "
-             f"{a['run_sweep_s']:.1f} s). The host side is timed by wrapping engine methods (no engine code "
-             "changed).\n"
-             "- **(b) per-run jit**: for each run one jitted program `while (not stopped) { fori_loop(eval_every "
-             "train steps); evaluate }` on the unpadded model (`exp.shape(config, lambda n: n)`); dyn "
-             "(sizes, lr) and the key are traced, so it compiles once per distinct shape (AOT "
-             "`lower().compile()`, timed apart).\n"
-             "- **(c) per-step Python loop**: jitted init / train step (params and optimizer state donated) / "
-             "accuracy per shape; `for step in range(steps): params, opt_state = step_fn(...)`, with "
-             "`float(acc)` on the host every eval_every steps. Compile = first call of the three functions "
-             "per shape (trace + compile + one execution).\n"
-             "- **Same runs, same numbers**: keys are the engine's own `run_key(seed, problem_index)`, "
-             "problem_index recomputed with `jaxmem.plan.make_run` (its run_id is checked against the stored "
-             "one); same `exp.init`, `exp.loss`, `exp.optimizer`, `exp.evaluate`; same stop rule (evaluate at "
-             "step 0 and every eval_every steps, stop once best accuracy ≥ threshold or at `steps`). "
-             "Baselines have no divergence guard (the engine's per-step NaN check and freeze); no run "
-             "diverged.\n"
-             "- **GFLOP/s** = Σ over runs of `exp.flops_per_step(config) × steps_run` (each method's own "
-             "steps_run, true unpadded sizes: useful work only) / wall time excluding compile. **Peak** = "
-             "best of 10 jitted 2048×2048 float32 matmuls through JAX.\n")
+    L.append(
+        f"- **Work**: the `{PRESET}` preset of `sweeps/nichani24/fig1_mlp.toml` (MLP associative memory, "
+        f"M = N, Adam, {spec.train.steps} steps max, eval every {spec.train.eval_every}, early stop at "
+        f"accuracy ≥ {spec.train.early_stop}, lr ∈ {list(spec.train.learning_rates)}, seeds "
+        f"{list(spec.seeds)}, a 4-probe search over N per (d, m, seed)). The set of runs is whatever (a) "
+        f"executed ({a['n_runs']} runs over {a['n_shapes']} distinct unpadded (d, m, N) shapes); (b) and "
+        "(c) train exactly those runs.\n"
+        "- **(a) jaxmem**: `run_sweep(load(spec, 'quick'), tmpdir, quiet=True)`. Compile = sum of the "
+        "`compiles` table (AOT `lower().compile()` per bucket). Total excludes the report writing at the "
+        f"end of `run_sweep` (plots, report.md: {a['report_s']:.1f} s; with it `run_sweep` took "
+        f"{a['run_sweep_s']:.1f} s). The host side is timed by wrapping engine methods (no engine code "
+        "changed).\n"
+        "- **(b) per-run jit**: for each run one jitted program `while (not stopped) { fori_loop(eval_every "
+        "train steps); evaluate }` on the unpadded model (`exp.shape(config, lambda n: n)`); dyn "
+        "(sizes, lr) and the key are traced, so it compiles once per distinct shape (AOT "
+        "`lower().compile()`, timed apart).\n"
+        "- **(c) per-step Python loop**: jitted init / train step (params and optimizer state donated) / "
+        "accuracy per shape; `for step in range(steps): params, opt_state = step_fn(...)`, with "
+        "`float(acc)` on the host every eval_every steps. Compile = first call of the three functions "
+        "per shape (trace + compile + one execution).\n"
+        "- **Same runs, same numbers**: keys are the engine's own `run_key(seed, problem_index)`, "
+        "problem_index recomputed with `jaxmem.plan.make_run` (its run_id is checked against the stored "
+        "one); same `exp.init`, `exp.loss`, `exp.optimizer`, `exp.evaluate`; same stop rule (evaluate at "
+        "step 0 and every eval_every steps, stop once best accuracy ≥ threshold or at `steps`). "
+        "Baselines have no divergence guard (the engine's per-step NaN check and freeze); no run "
+        "diverged.\n"
+        "- **GFLOP/s** = Σ over runs of `exp.flops_per_step(config) × steps_run` (each method's own "
+        "steps_run, true unpadded sizes: useful work only) / wall time excluding compile. **Peak** = "
+        "best of 10 jitted 2048×2048 float32 matmuls through JAX.\n"
+    )
     for name, k in (("(b)", every["b"]), ("(c)", every["c"])):
         if k > 1:
-            L.append(f"- **{name} ran on a subset**: every {k}-th run (sorted by run_id). Its run time is "
-                     "scaled by useful FLOPs (full set / subset) and its compile time by distinct shapes "
-                     "(full set / subset); agreement is over the subset only.\n")
+            L.append(
+                f"- **{name} ran on a subset**: every {k}-th run (sorted by run_id). Its run time is "
+                "scaled by useful FLOPs (full set / subset) and its compile time by distinct shapes "
+                "(full set / subset); agreement is over the subset only.\n"
+            )
     L.append("\n## Machine\n")
     L.append("| | |\n| --- | --- |")
     for k, v in info.items():
         L.append(f"| {k} | {v} |")
     L.append(f"| f32 matmul peak (2048², jitted, best of 10) | {peak:.1f} GFLOP/s |\n")
     L.append("## Results\n")
-    L.append("| method | programs compiled | compile s | run s (excl. compile) | total s | total ÷ (a) | "
-             "run ÷ (a) | Σ steps | useful GFLOP/s | % of peak | process CPU s | other processes' CPU |")
+    L.append(
+        "| method | programs compiled | compile s | run s (excl. compile) | total s | total ÷ (a) | "
+        "run ÷ (a) | Σ steps | useful GFLOP/s | % of peak | process CPU s | other processes' CPU |"
+    )
     L.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     base = methods[0]
     for m in methods:
-        L.append(f"| {m['name']} | {m['compiles']} | {m['compile_s']:.1f} | {m['run_s']:.1f} | {m['total_s']:.1f} | "
-                 f"{m['total_s'] / base['total_s']:.2f} | {m['run_s'] / base['run_s']:.2f} | {m['steps']:,} | "
-                 f"{m['gflops']:.1f} | {100 * m['gflops'] / peak:.1f} | {m['cpu_s']:.0f} | "
-                 f"{100 * m['others_cpu']:.0f}% |")
+        L.append(
+            f"| {m['name']} | {m['compiles']} | {m['compile_s']:.1f} | {m['run_s']:.1f} | {m['total_s']:.1f} | "
+            f"{m['total_s'] / base['total_s']:.2f} | {m['run_s'] / base['run_s']:.2f} | {m['steps']:,} | "
+            f"{m['gflops']:.1f} | {100 * m['gflops'] / peak:.1f} | {m['cpu_s']:.0f} | "
+            f"{100 * m['others_cpu']:.0f}% |"
+        )
     L.append("")
-    L.append("(c) compiles three small functions (init, step, accuracy) per shape; the count is shapes. "
-             "*Process CPU s* = user + system CPU time of this process during the phase (all threads; less "
-             "sensitive to other load than wall time, but it counts XLA's thread-pool spinning). "
-             "*Other processes' CPU* = CPU time of every other process during that phase (from /proc/stat) as a "
-             "share of all cores: near 0% means the timings are uncontended.\n")
+    L.append(
+        "(c) compiles three small functions (init, step, accuracy) per shape; the count is shapes. "
+        "*Process CPU s* = user + system CPU time of this process during the phase (all threads; less "
+        "sensitive to other load than wall time, but it counts XLA's thread-pool spinning). "
+        "*Other processes' CPU* = CPU time of every other process during that phase (from /proc/stat) as a "
+        "share of all cores: near 0% means the timings are uncontended.\n"
+    )
     busy = [m["name"] for m in methods if m["others_cpu"] > 0.05]
     if busy:
-        L.append(f"**Warning: the machine was busy during {', '.join(busy)}; those timings are inflated. "
-                 "Rerun on an idle machine.**\n")
+        L.append(
+            f"**Warning: the machine was busy during {', '.join(busy)}; those timings are inflated. "
+            "Rerun on an idle machine.**\n"
+        )
     L.append("## Agreement with (a)\n")
-    L.append("| method | runs compared | success agrees | flips (a ✓, other ✗) | flips (a ✗, other ✓) | "
-             "same steps_run | max_metric bit-equal | max abs Δ max_metric |")
+    L.append(
+        "| method | runs compared | success agrees | flips (a ✓, other ✗) | flips (a ✗, other ✓) | "
+        "same steps_run | max_metric bit-equal | max abs Δ max_metric |"
+    )
     L.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, g in agree.items():
-        L.append(f"| {name} | {g['n']} | {g['success_agree']} ({100 * g['success_agree'] / g['n']:.1f}%) | "
-                 f"{g['flips_a_only']} | {g['flips_other_only']} | {g['steps_agree']} | {g['max_metric_exact']} | "
-                 f"{g['max_abs_diff']:.4f} |")
-    L.append("\nDifferences come from float reduction order: the engine's padded matmuls (N, M, d, m padded "
-             "up the ladder, zeros in the padding) sum in another order than the unpadded ones, and a run near "
-             "the 0.99 threshold can land on either side. (b) and (c) run the same unpadded XLA computations.\n")
+        L.append(
+            f"| {name} | {g['n']} | {g['success_agree']} ({100 * g['success_agree'] / g['n']:.1f}%) | "
+            f"{g['flips_a_only']} | {g['flips_other_only']} | {g['steps_agree']} | {g['max_metric_exact']} | "
+            f"{g['max_abs_diff']:.4f} |"
+        )
+    L.append(
+        "\nDifferences come from float reduction order: the engine's padded matmuls (N, M, d, m padded "
+        "up the ladder, zeros in the padding) sum in another order than the unpadded ones, and a run near "
+        "the 0.99 threshold can land on either side. (b) and (c) run the same unpadded XLA computations.\n"
+    )
     probe = a["probe"]
     L.append("## Where jaxmem's time goes (host side, wrapped methods)\n")
     L.append("| part | seconds | share of run_sweep |")
@@ -296,27 +355,37 @@ def render(info, spec, peak, a, methods, agree, buckets, every) -> str:
         L.append(f"| {part} | {s:.2f} | {100 * s / a['run_sweep_s']:.1f}% |")
     L.append(f"| **run_sweep total** | {a['run_sweep_s']:.2f} | 100% |\n")
     L.append("## jaxmem buckets\n")
-    L.append("`slot-steps` = blocks × eval_every × slots (every slot computes, live or not); `occupancy` = live "
-             "run-steps / slot-steps; `shape waste` = padded ÷ true FLOPs per live step (steps-weighted); "
-             "useful work = true FLOPs of live steps; executed = padded FLOPs of all slot-steps.\n")
-    L.append("| bucket (padded) | slots | runs | segments | live steps | slot-steps | occupancy | shape waste | "
-             "useful GFLOP | executed GFLOP | useful ÷ executed | compile s | segment s | useful GFLOP/s | "
-             "executed GFLOP/s |")
-    L.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    L.append(
+        "`slot-steps` = blocks × eval_every × slots (every slot computes, live or not); `occupancy` = live "
+        "run-steps / slot-steps; `shape waste` = padded ÷ true FLOPs per live step (steps-weighted); "
+        "useful work = true FLOPs of live steps; executed = padded FLOPs of all slot-steps.\n"
+    )
+    L.append(
+        "| bucket (padded) | slots | runs | segments | live steps | slot-steps | occupancy | shape waste | "
+        "useful GFLOP | executed GFLOP | useful ÷ executed | compile s | segment s | useful GFLOP/s | "
+        "executed GFLOP/s |"
+    )
+    L.append(
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    )
     for r in buckets:
-        L.append(f"| {r['label']} | {r['slots']} | {r['runs']} | {r['segments']} | {r['live_steps']:,} | "
-                 f"{r['slot_steps']:,} | {r['occupancy']:.2f} | {r['shape_waste']:.2f} | {r['useful_gflop']:.1f} | "
-                 f"{r['executed_gflop']:.1f} | {r['useful_gflop'] / r['executed_gflop']:.2f} | {r['compile_s']:.2f} | "
-                 f"{r['seconds']:.2f} | {r['useful_gflop'] / r['seconds']:.1f} | "
-                 f"{r['executed_gflop'] / r['seconds']:.1f} |")
+        L.append(
+            f"| {r['label']} | {r['slots']} | {r['runs']} | {r['segments']} | {r['live_steps']:,} | "
+            f"{r['slot_steps']:,} | {r['occupancy']:.2f} | {r['shape_waste']:.2f} | {r['useful_gflop']:.1f} | "
+            f"{r['executed_gflop']:.1f} | {r['useful_gflop'] / r['executed_gflop']:.2f} | {r['compile_s']:.2f} | "
+            f"{r['seconds']:.2f} | {r['useful_gflop'] / r['seconds']:.1f} | "
+            f"{r['executed_gflop'] / r['seconds']:.1f} |"
+        )
     tot_u = sum(r["useful_gflop"] for r in buckets)
     tot_e = sum(r["executed_gflop"] for r in buckets)
     tot_s = sum(r["seconds"] for r in buckets)
-    L.append(f"| **all** | | {sum(r['runs'] for r in buckets)} | {sum(r['segments'] for r in buckets)} | "
-             f"{sum(r['live_steps'] for r in buckets):,} | {sum(r['slot_steps'] for r in buckets):,} | "
-             f"{sum(r['live_steps'] for r in buckets) / max(sum(r['slot_steps'] for r in buckets), 1):.2f} | | "
-             f"{tot_u:.1f} | {tot_e:.1f} | {tot_u / tot_e:.2f} | {sum(r['compile_s'] for r in buckets):.1f} | "
-             f"{tot_s:.1f} | {tot_u / tot_s:.1f} | {tot_e / tot_s:.1f} |\n")
+    L.append(
+        f"| **all** | | {sum(r['runs'] for r in buckets)} | {sum(r['segments'] for r in buckets)} | "
+        f"{sum(r['live_steps'] for r in buckets):,} | {sum(r['slot_steps'] for r in buckets):,} | "
+        f"{sum(r['live_steps'] for r in buckets) / max(sum(r['slot_steps'] for r in buckets), 1):.2f} | | "
+        f"{tot_u:.1f} | {tot_e:.1f} | {tot_u / tot_e:.2f} | {sum(r['compile_s'] for r in buckets):.1f} | "
+        f"{tot_s:.1f} | {tot_u / tot_s:.1f} | {tot_e / tot_s:.1f} |\n"
+    )
     return "\n".join(L)
 
 
@@ -330,8 +399,13 @@ def main() -> None:
 
     spec = load(SPEC, PRESET)
     exp = get_experiment(spec.experiment)
-    settings = Settings(steps=spec.train.steps, eval_every=spec.train.eval_every, metric=spec.train.metric,
-                        hit_threshold=spec.search.threshold, stop_threshold=spec.train.early_stop)
+    settings = Settings(
+        steps=spec.train.steps,
+        eval_every=spec.train.eval_every,
+        metric=spec.train.metric,
+        hit_threshold=spec.search.threshold,
+        stop_threshold=spec.train.early_stop,
+    )
     info = machine()
     log(f"machine: {info}")
     with CpuShare() as cpu:
@@ -351,16 +425,29 @@ def main() -> None:
     a["n_shapes"] = len({B.unpadded(exp, r)[1] for r in run_specs})
     a_steps = dict(zip(runs.run_id, runs.steps_run.astype(int)))
     a["gflop"] = useful_gflop(exp, configs, a_steps)
-    log(f"(a) {a['total_s']:.1f} s ({a['compiles']} compiles, {a['compile_s']:.1f} s), {len(runs)} runs, "
-        f"{a['n_shapes']} shapes")
+    log(
+        f"(a) {a['total_s']:.1f} s ({a['compiles']} compiles, {a['compile_s']:.1f} s), {len(runs)} runs, "
+        f"{a['n_shapes']} shapes"
+    )
 
-    methods = [{"name": "(a) jaxmem run_sweep", "compiles": a["compiles"], "compile_s": a["compile_s"],
-                "total_s": a["total_s"], "run_s": a["total_s"] - a["compile_s"], "steps": sum(a_steps.values()),
-                "gflops": a["gflop"] / (a["total_s"] - a["compile_s"]), "others_cpu": a["others_cpu"],
-                "cpu_s": a["cpu_s"]}]
+    methods = [
+        {
+            "name": "(a) jaxmem run_sweep",
+            "compiles": a["compiles"],
+            "compile_s": a["compile_s"],
+            "total_s": a["total_s"],
+            "run_s": a["total_s"] - a["compile_s"],
+            "steps": sum(a_steps.values()),
+            "gflops": a["gflop"] / (a["total_s"] - a["compile_s"]),
+            "others_cpu": a["others_cpu"],
+            "cpu_s": a["cpu_s"],
+        }
+    ]
     agree = {}
-    for label, name, fn, k in (("(b)", "(b) per-run jit while_loop", B.run_while_loops, args.b_every),
-                               ("(c)", "(c) per-step Python loop", B.run_python_loops, args.c_every)):
+    for label, name, fn, k in (
+        ("(b)", "(b) per-run jit while_loop", B.run_while_loops, args.b_every),
+        ("(c)", "(c) per-step Python loop", B.run_python_loops, args.c_every),
+    ):
         subset = run_specs[::k]
         log(f"{label} {len(subset)} runs ...")
         with CpuShare() as cpu:
@@ -374,10 +461,19 @@ def main() -> None:
             compile_s *= a["n_shapes"] / compiles
             compiles = a["n_shapes"]
             scale = (run_s + compile_s) / timing.total_s
-        methods.append({"name": name + (f" (every {k}-th run, scaled)" if k > 1 else ""), "compiles": compiles,
-                        "compile_s": compile_s, "run_s": run_s, "total_s": run_s + compile_s,
-                        "steps": sum(steps.values()), "gflops": gflop / timing.run_s, "others_cpu": cpu.share,
-                        "cpu_s": cpu.mine_s * scale})
+        methods.append(
+            {
+                "name": name + (f" (every {k}-th run, scaled)" if k > 1 else ""),
+                "compiles": compiles,
+                "compile_s": compile_s,
+                "run_s": run_s,
+                "total_s": run_s + compile_s,
+                "steps": sum(steps.values()),
+                "gflops": gflop / timing.run_s,
+                "others_cpu": cpu.share,
+                "cpu_s": cpu.mine_s * scale,
+            }
+        )
         agree[name] = agreement(runs, outcomes, settings.hit_threshold)
         log(f"{label} {timing.total_s:.1f} s ({compiles} compiles, {timing.compile_s:.1f} s)")
 

@@ -75,20 +75,25 @@ def dry_run(spec: SweepSpec) -> str:
     for run in sweep.pending.values():
         groups.setdefault(sweep.bucket_for(run), []).append(exp.complete(run.config))
     devices = jax.local_devices()
-    lines = [f"sweep {spec.name} [{spec.preset or 'base'}]: {len(spec.points)} points x {len(spec.seeds)} seeds x "
-             f"{len(spec.train.learning_rates)} learning rates; {len(spec.skipped)} impossible points skipped",
-             f"first round: {len(sweep.pending)} runs in {len(groups)} buckets (one compile each) on "
-             f"{len(devices)} {devices[0].platform} device(s)"]
+    lines = [
+        f"sweep {spec.name} [{spec.preset or 'base'}]: {len(spec.points)} points x {len(spec.seeds)} seeds x "
+        f"{len(spec.train.learning_rates)} learning rates; {len(spec.skipped)} impossible points skipped",
+        f"first round: {len(sweep.pending)} runs in {len(groups)} buckets (one compile each) on "
+        f"{len(devices)} {devices[0].platform} device(s)",
+    ]
     for bucket, configs in groups.items():
         flops = [exp.flops_per_step(c) for c in configs]
         slots = sweep.slots_for(bucket, next(r for r in sweep.pending.values() if sweep.bucket_for(r) == bucket))
         segment, init_all = make_segment(exp, bucket.shape_dict, sweep.settings)
-        state = jax.eval_shape(init_all, np.zeros(slots, np.int32), np.zeros(slots, np.int32),
-                               _dyn(exp, configs[0], slots))
+        state = jax.eval_shape(
+            init_all, np.zeros(slots, np.int32), np.zeros(slots, np.int32), _dyn(exp, configs[0], slots)
+        )
         state_bytes = sum(math.prod(a.shape) * a.dtype.itemsize for a in jax.tree.leaves(state))
-        lines.append(f"  bucket {bucket.id} ({bucket.label()}): {len(configs)} runs, {slots} slots, padding waste "
-                     f"{padding_waste(exp, bucket, configs):.2f}x, {sum(flops) * spec.train.steps:.2e} FLOPs, "
-                     f"state {state_bytes / 2**20:.1f} MiB per chunk")
+        lines.append(
+            f"  bucket {bucket.id} ({bucket.label()}): {len(configs)} runs, {slots} slots, padding waste "
+            f"{padding_waste(exp, bucket, configs):.2f}x, {sum(flops) * spec.train.steps:.2e} FLOPs, "
+            f"state {state_bytes / 2**20:.1f} MiB per chunk"
+        )
     for skipped in spec.skipped:
         lines.append(f"  skipped: {skipped}")
     return "\n".join(lines)
@@ -121,13 +126,17 @@ def status(out: Path) -> str:
     meta = load_results(out, "meta").set_index("key")["value"].to_dict()
     runs, searches = load_results(out, "runs"), load_results(out, "searches")
     compiles = load_results(out, "compiles")
-    lines = [f"sweep {meta.get('spec', '?')} [{meta.get('preset') or 'base'}] in {out} ({_lock_state(out)})",
-             f"runs finished: {len(runs)} ({int(runs['success'].sum()) if len(runs) else 0} successful, "
-             f"{int(runs['diverged'].sum()) if len(runs) else 0} diverged)",
-             f"threshold searches finished: {len(searches)}",
-             f"compiles: {len(compiles)} ({compiles['seconds'].sum() if len(compiles) else 0:.1f} s); "
-             f"elapsed: {float(meta.get('elapsed_s', 0)):.1f} s"]
-    checkpoints = sorted(p.name for p in (out / "checkpoints").glob("*") if p.is_dir()) if (out / "checkpoints").is_dir() else []
+    lines = [
+        f"sweep {meta.get('spec', '?')} [{meta.get('preset') or 'base'}] in {out} ({_lock_state(out)})",
+        f"runs finished: {len(runs)} ({int(runs['success'].sum()) if len(runs) else 0} successful, "
+        f"{int(runs['diverged'].sum()) if len(runs) else 0} diverged)",
+        f"threshold searches finished: {len(searches)}",
+        f"compiles: {len(compiles)} ({compiles['seconds'].sum() if len(compiles) else 0:.1f} s); "
+        f"elapsed: {float(meta.get('elapsed_s', 0)):.1f} s",
+    ]
+    checkpoints = (
+        sorted(p.name for p in (out / "checkpoints").glob("*") if p.is_dir()) if (out / "checkpoints").is_dir() else []
+    )
     if checkpoints:
         lines.append(f"in-flight checkpoints: {len(checkpoints)} bucket(s); rerun `jaxmem run` to resume")
     if len(runs):

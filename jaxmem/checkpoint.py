@@ -30,22 +30,32 @@ class SlotCheckpoints:
 
     def save(self, state: Any, meta: dict) -> None:
         """Start an asynchronous save; the previous one is finished first."""
-        self.manager.save(self.next_step, args=ocp.args.Composite(state=ocp.args.StandardSave(state),
-                                                                  meta=ocp.args.JsonSave(meta)))
+        self.manager.save(
+            self.next_step, args=ocp.args.Composite(state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta))
+        )
         self.next_step += 1
 
     def restore(self, abstract_state: Any) -> tuple[Any, dict] | None:
         """The newest readable checkpoint as (state, meta), or None."""
         for step in sorted(self.manager.all_steps(), reverse=True):
             try:
-                restored = self.manager.restore(step, args=ocp.args.Composite(
-                    state=ocp.args.StandardRestore(abstract_state), meta=ocp.args.JsonRestore()))
+                restored = self.manager.restore(
+                    step,
+                    args=ocp.args.Composite(
+                        state=ocp.args.StandardRestore(abstract_state), meta=ocp.args.JsonRestore()
+                    ),
+                )
                 state, meta = restored["state"], restored["meta"]
                 _check_structure(state, abstract_state)
                 return state, meta
             except Exception as err:  # noqa: BLE001 - any failure means this checkpoint is unusable
-                log.warning("checkpoint %s step %d is unreadable (%s: %s); trying an older one",
-                            self.directory, step, type(err).__name__, str(err).splitlines()[0][:200])
+                log.warning(
+                    "checkpoint %s step %d is unreadable (%s: %s); trying an older one",
+                    self.directory,
+                    step,
+                    type(err).__name__,
+                    str(err).splitlines()[0][:200],
+                )
         return None
 
     def wait(self) -> None:

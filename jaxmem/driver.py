@@ -42,8 +42,10 @@ class Interrupted(RuntimeError):
 
     def __init__(self, signum: int):
         self.signum = signum
-        super().__init__(f"stopped by {signal.Signals(signum).name}; results and checkpoints are saved, "
-                         "rerun the same command to resume")
+        super().__init__(
+            f"stopped by {signal.Signals(signum).name}; results and checkpoints are saved, "
+            "rerun the same command to resume"
+        )
 
 
 @dataclasses.dataclass
@@ -72,9 +74,13 @@ class Sweep:
         search, train = spec.search, spec.train
         threshold = search.threshold if search else (train.early_stop if train.early_stop is not None else math.inf)
         self.success_threshold = threshold
-        self.settings = Settings(steps=train.steps, eval_every=train.eval_every, metric=train.metric,
-                                 hit_threshold=threshold,
-                                 stop_threshold=train.early_stop if train.early_stop is not None else math.inf)
+        self.settings = Settings(
+            steps=train.steps,
+            eval_every=train.eval_every,
+            metric=train.metric,
+            hit_threshold=threshold,
+            stop_threshold=train.early_stop if train.early_stop is not None else math.inf,
+        )
         self.stop_signal: int | None = None
 
     # -- what is left to run ---------------------------------------------------------------------
@@ -102,14 +108,16 @@ class Sweep:
             else:
                 if unit.id in self.searches_done:
                     continue
-                bracket, values = searching.replay(self.spec.search, self._bracket(unit),
-                                                   lambda v, u=unit: self._probe_outcome(u, v))
+                bracket, values = searching.replay(
+                    self.spec.search, self._bracket(unit), lambda v, u=unit: self._probe_outcome(u, v)
+                )
                 if bracket.done:
                     finished_searches.append(self._search_row(unit, bracket))
                     self.searches_done.add(unit.id)
                     continue
-                runs = [r for v in values for r in self._runs_for(unit, v, bracket.rounds)
-                        if r.run_id not in self.outcomes]
+                runs = [
+                    r for v in values for r in self._runs_for(unit, v, bracket.rounds) if r.run_id not in self.outcomes
+                ]
             pending.update((r.run_id, r) for r in runs)
         self.pending = pending
         return finished_searches
@@ -117,11 +125,22 @@ class Sweep:
     def _search_row(self, unit: Unit, b: searching.Bracket) -> dict:
         config = self.exp.complete(unit.point)
         at_capacity = {**config, self.spec.search.variable: b.capacity} if not math.isnan(b.capacity) else None
-        return {"unit": unit.id, "point": point_id(unit.point), "seed": unit.seed, "config": unit.point,
-                "variable": self.spec.search.variable, "capacity": b.capacity, "first_failure": b.first_failure,
-                "censored": b.censored, "rounds": b.rounds, "probes": b.probes, "non_monotone": b.non_monotone,
-                "params": self.exp.num_params(config),
-                "bits": self.exp.info_bits(at_capacity) if at_capacity else math.nan, "status": "done"}
+        return {
+            "unit": unit.id,
+            "point": point_id(unit.point),
+            "seed": unit.seed,
+            "config": unit.point,
+            "variable": self.spec.search.variable,
+            "capacity": b.capacity,
+            "first_failure": b.first_failure,
+            "censored": b.censored,
+            "rounds": b.rounds,
+            "probes": b.probes,
+            "non_monotone": b.non_monotone,
+            "params": self.exp.num_params(config),
+            "bits": self.exp.info_bits(at_capacity) if at_capacity else math.nan,
+            "status": "done",
+        }
 
     # -- buckets -----------------------------------------------------------------------------------
     def bucket_for(self, run: Run) -> Bucket:
@@ -145,8 +164,11 @@ class Sweep:
 
     def slots_for(self, bucket: Bucket, run: Run) -> int:
         """Total slots of a bucket: a deterministic number per device, times the devices."""
-        per_round = len(self.units) * len(self.spec.train.learning_rates) * (self.spec.search.probes + 2
-                                                                               if self.spec.search else 1)
+        per_round = (
+            len(self.units)
+            * len(self.spec.train.learning_rates)
+            * (self.spec.search.probes + 2 if self.spec.search else 1)
+        )
         flops = self.exp.flops_per_step(padded_config(bucket, self.exp.complete(run.config)))
         per_device = slots_per_device(flops, per_round, self.devices[0].platform, self.spec.engine.max_slots)
         return per_device * len(self.devices)
@@ -154,9 +176,18 @@ class Sweep:
     def _new_runner(self, bucket: Bucket, run: Run) -> BucketRunner:
         slots = self.slots_for(bucket, run)
         self.progress.note(f"compiling bucket {bucket.id} ({bucket.label()}) with {slots} slots")
-        return BucketRunner(self.exp, bucket, self.settings, slots, run, self.devices,
-                            self.out_dir / "checkpoints" / bucket.id, self.pending.get, self.spec.engine.segment_seconds,
-                            on_compile=lambda s: self.store.add_compile(bucket.id, bucket.shape_dict, slots, s, time.time()))
+        return BucketRunner(
+            self.exp,
+            bucket,
+            self.settings,
+            slots,
+            run,
+            self.devices,
+            self.out_dir / "checkpoints" / bucket.id,
+            self.pending.get,
+            self.spec.engine.segment_seconds,
+            on_compile=lambda s: self.store.add_compile(bucket.id, bucket.shape_dict, slots, s, time.time()),
+        )
 
     # -- main loop -----------------------------------------------------------------------------------
     def run(self) -> None:
@@ -166,22 +197,28 @@ class Sweep:
                 self._runner(run).enqueue(run)
             self._check_signal()
             active = [r for r in self.runners.values() if r.has_work()]
-            self.progress.update(done=len(self.outcomes), pending=len(self.pending),
-                                 searches=(len(self.searches_done), len(self.units) if self.spec.search else 0))
+            self.progress.update(
+                done=len(self.outcomes),
+                pending=len(self.pending),
+                searches=(len(self.searches_done), len(self.units) if self.spec.search else 0),
+            )
             if not active:
                 break
             runner = active[self.turn % len(active)]
             self.turn += 1
             finished, trajectory, steps = runner.step()
-            self.store.add_runs([self._run_row(f, runner) for f in finished],
-                                trajectory if self.spec.engine.record_trajectory else ())
+            self.store.add_runs(
+                [self._run_row(f, runner) for f in finished], trajectory if self.spec.engine.record_trajectory else ()
+            )
             self.outcomes.update((f.run.run_id, (self._success(f), f.diverged)) for f in finished)
             runner.checkpoint()
             self.progress.advance(steps=steps, runs=len(finished))
             for f in finished:
                 if f.diverged:
-                    self.progress.note(f"run {f.run.run_id} ({_describe(f.run)}) diverged (NaN/inf) after "
-                                       f"{f.steps} steps; frozen and recorded")
+                    self.progress.note(
+                        f"run {f.run.run_id} ({_describe(f.run)}) diverged (NaN/inf) after "
+                        f"{f.steps} steps; frozen and recorded"
+                    )
         for runner in self.runners.values():
             runner.close(remove_checkpoints=True)
 
@@ -190,12 +227,26 @@ class Sweep:
 
     def _run_row(self, f: Finished, runner: BucketRunner) -> dict:
         r = f.run
-        return {"run_id": r.run_id, "point": r.point, "seed": r.seed, "lr": r.lr, "value": r.value, "round": r.round,
-                "config": r.config, "bucket": runner.bucket.id, "max_metric": f.best,
-                "final_metric": f.final.get(self.settings.metric), "final_loss": f.final.get("loss"),
-                "steps_run": f.steps, "steps_to_threshold": f.hit_step if f.hit_step >= 0 else None,
-                "diverged": f.diverged, "success": self._success(f), "wall_time_s": f.wall,
-                "device": runner.device, "finished_at": time.time()}
+        return {
+            "run_id": r.run_id,
+            "point": r.point,
+            "seed": r.seed,
+            "lr": r.lr,
+            "value": r.value,
+            "round": r.round,
+            "config": r.config,
+            "bucket": runner.bucket.id,
+            "max_metric": f.best,
+            "final_metric": f.final.get(self.settings.metric),
+            "final_loss": f.final.get("loss"),
+            "steps_run": f.steps,
+            "steps_to_threshold": f.hit_step if f.hit_step >= 0 else None,
+            "diverged": f.diverged,
+            "success": self._success(f),
+            "wall_time_s": f.wall,
+            "device": runner.device,
+            "finished_at": time.time(),
+        }
 
     def request_stop(self, signum, _frame=None) -> None:
         if self.stop_signal is not None and signum == signal.SIGINT:
@@ -213,10 +264,18 @@ class Sweep:
         """Buckets in use with slots, compile seconds and padding waste (for status and dry runs)."""
         rows = []
         for runner in self.runners.values():
-            configs = [self.exp.complete(r.config) for r in runner.slots if r] or [self.exp.complete(runner.template.config)]
-            rows.append({"bucket": runner.bucket.id, "shape": runner.bucket.label(), "slots": runner.n_slots,
-                         "compile_s": round(runner.compile_seconds, 2),
-                         "padding_waste": round(padding_waste(self.exp, runner.bucket, configs), 3)})
+            configs = [self.exp.complete(r.config) for r in runner.slots if r] or [
+                self.exp.complete(runner.template.config)
+            ]
+            rows.append(
+                {
+                    "bucket": runner.bucket.id,
+                    "shape": runner.bucket.label(),
+                    "slots": runner.n_slots,
+                    "compile_s": round(runner.compile_seconds, 2),
+                    "padding_waste": round(padding_waste(self.exp, runner.bucket, configs), 3),
+                }
+            )
         return rows
 
 
@@ -228,12 +287,21 @@ def claim(store: Store, spec: SweepSpec) -> None:
     """Bind an output folder to one sweep; refuse a folder holding another."""
     meta = store.meta()
     if "fingerprint" in meta and meta["fingerprint"] != spec.fingerprint:
-        raise StoreError(f"output folder {store.path.parent} holds a different sweep "
-                         f"({meta.get('spec', '?')}, preset {meta.get('preset', '?') or 'none'}); "
-                         "choose another --out or delete the folder")
-    store.set_meta({"fingerprint": spec.fingerprint, "spec": spec.name, "preset": spec.preset,
-                    "experiment": spec.experiment, "jaxmem_version": __version__,
-                    "resolved_spec": json.dumps(spec.resolved, sort_keys=True, default=str)})
+        raise StoreError(
+            f"output folder {store.path.parent} holds a different sweep "
+            f"({meta.get('spec', '?')}, preset {meta.get('preset', '?') or 'none'}); "
+            "choose another --out or delete the folder"
+        )
+    store.set_meta(
+        {
+            "fingerprint": spec.fingerprint,
+            "spec": spec.name,
+            "preset": spec.preset,
+            "experiment": spec.experiment,
+            "jaxmem_version": __version__,
+            "resolved_spec": json.dumps(spec.resolved, sort_keys=True, default=str),
+        }
+    )
 
 
 def run_sweep(spec: SweepSpec, out_dir: Path, quiet: bool = False, devices=None) -> Path:
@@ -256,9 +324,12 @@ def run_sweep(spec: SweepSpec, out_dir: Path, quiet: bool = False, devices=None)
             finally:
                 for s, h in handlers.items():
                     signal.signal(s, h)
-                store.set_meta({"elapsed_s": str(previous + time.time() - started),
-                                "device": f"{sweep.devices[0].platform} x{len(sweep.devices)} "
-                                          f"({sweep.devices[0].device_kind})"})
+                store.set_meta(
+                    {
+                        "elapsed_s": str(previous + time.time() - started),
+                        "device": f"{sweep.devices[0].platform} x{len(sweep.devices)} ({sweep.devices[0].device_kind})",
+                    }
+                )
         finally:
             store.close()
     return report(out_dir)

@@ -34,8 +34,9 @@ def slots_per_device(padded_flops: float, runs_per_round: int, platform: str, ma
     different batch sizes differently (a batch of one becomes an unbatched dot), so a run's numbers
     are reproducible exactly when its program's per-device batch is. Devices multiply the slots.
     """
-    cap = max_slots or int(np.clip(TARGET_FLOPS.get(platform, 2e10) / max(padded_flops, 1.0), 1,
-                                   MAX_SLOTS.get(platform, 4096)))
+    cap = max_slots or int(
+        np.clip(TARGET_FLOPS.get(platform, 2e10) / max(padded_flops, 1.0), 1, MAX_SLOTS.get(platform, 4096))
+    )
     wanted = max(2, min(cap, runs_per_round))
     slots = 1 << (wanted - 1).bit_length()
     return max(2, slots // 2 if slots > max(cap, 2) else slots)
@@ -53,9 +54,19 @@ class Finished:
 
 
 class BucketRunner:
-    def __init__(self, exp: Experiment, bucket: Bucket, settings: Settings, slots: int, template: Run,
-                 devices: list, checkpoint_dir, lookup: Callable[[str], Run | None],
-                 segment_seconds: float = 2.0, on_compile: Callable[[float], None] = lambda s: None):
+    def __init__(
+        self,
+        exp: Experiment,
+        bucket: Bucket,
+        settings: Settings,
+        slots: int,
+        template: Run,
+        devices: list,
+        checkpoint_dir,
+        lookup: Callable[[str], Run | None],
+        segment_seconds: float = 2.0,
+        on_compile: Callable[[float], None] = lambda s: None,
+    ):
         self.exp, self.bucket, self.settings = exp, bucket, settings
         self.n_slots, self.segment_seconds = slots, segment_seconds
         self.slots: list[Run | None] = [None] * slots
@@ -73,8 +84,9 @@ class BucketRunner:
         self.problem_index = np.full(slots, template.problem_index, np.int32)
         segment, init_all = make_segment(exp, bucket.shape_dict, settings, axis="runs")
         self.abstract_state = jax.eval_shape(init_all, self.seeds, self.problem_index, self.dyn)
-        self.abstract_state = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=self.shard),
-                                           self.abstract_state)
+        self.abstract_state = jax.tree.map(
+            lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=self.shard), self.abstract_state
+        )
         start = time.perf_counter()
         args = self._args(np.ones(slots, bool), np.zeros(slots, bool), 1, slots + 1)
         program = sharded_segment(segment, mesh, "runs")
@@ -111,8 +123,15 @@ class BucketRunner:
     def _args(self, refill, vacant, max_blocks, stop_after):
         put = lambda x: jax.device_put(x, self.shard)  # noqa: E731
         scalar = lambda x: jax.device_put(np.int32(x), self.replicated)  # noqa: E731
-        return (jax.tree.map(put, self.dyn), put(self.seeds), put(self.problem_index), put(refill), put(vacant),
-                scalar(max_blocks), scalar(stop_after))
+        return (
+            jax.tree.map(put, self.dyn),
+            put(self.seeds),
+            put(self.problem_index),
+            put(refill),
+            put(vacant),
+            scalar(max_blocks),
+            scalar(stop_after),
+        )
 
     # -- running ---------------------------------------------------------------------------------
     def step(self) -> tuple[list[Finished], list[tuple[str, int, dict]], int]:
@@ -133,8 +152,16 @@ class BucketRunner:
         stop_after = max(1, self.n_slots // 4) if self.queue else self.n_slots + 1
         start = time.perf_counter()
         self.state, blocks = self.program(state, *self._args(refill, vacant, max_blocks, stop_after))
-        summary = jax.device_get({"done": self.state.done, "diverged": self.state.diverged, "best": self.state.best,
-                                  "hit": self.state.hit_step, "step": self.state.step, "last": self.state.last})
+        summary = jax.device_get(
+            {
+                "done": self.state.done,
+                "diverged": self.state.diverged,
+                "best": self.state.best,
+                "hit": self.state.hit_step,
+                "step": self.state.step,
+                "last": self.state.last,
+            }
+        )
         elapsed = time.perf_counter() - start
         blocks = int(blocks)
         if blocks:
@@ -143,15 +170,25 @@ class BucketRunner:
         live = ~vacant
         self.wall[live] += elapsed / max(live.sum(), 1)
         steps_taken = int(np.sum((summary["step"] - before)[live]))
-        trajectory = [(r.run_id, int(summary["step"][i]), {k: float(v[i]) for k, v in summary["last"].items()})
-                      for i, r in enumerate(self.slots) if r is not None]
+        trajectory = [
+            (r.run_id, int(summary["step"][i]), {k: float(v[i]) for k, v in summary["last"].items()})
+            for i, r in enumerate(self.slots)
+            if r is not None
+        ]
         finished = []
         for i, run in enumerate(self.slots):
             if run is not None and summary["done"][i]:
-                finished.append(Finished(run=run, best=float(summary["best"][i]),
-                                         final={k: float(v[i]) for k, v in summary["last"].items()},
-                                         steps=int(summary["step"][i]), hit_step=int(summary["hit"][i]),
-                                         diverged=bool(summary["diverged"][i]), wall=float(self.wall[i])))
+                finished.append(
+                    Finished(
+                        run=run,
+                        best=float(summary["best"][i]),
+                        final={k: float(v[i]) for k, v in summary["last"].items()},
+                        steps=int(summary["step"][i]),
+                        hit_step=int(summary["hit"][i]),
+                        diverged=bool(summary["diverged"][i]),
+                        wall=float(self.wall[i]),
+                    )
+                )
                 self.slots[i] = None
         return finished, trajectory, steps_taken
 
@@ -163,8 +200,14 @@ class BucketRunner:
     # -- checkpoints -----------------------------------------------------------------------------
     def checkpoint(self) -> None:
         if self.state is not None and self.occupied:
-            self.checkpoints.save(self.state, {"slots": [r.run_id if r else None for r in self.slots],
-                                               "wall": self.wall.tolist(), "n_slots": self.n_slots})
+            self.checkpoints.save(
+                self.state,
+                {
+                    "slots": [r.run_id if r else None for r in self.slots],
+                    "wall": self.wall.tolist(),
+                    "n_slots": self.n_slots,
+                },
+            )
 
     def _restore(self, lookup: Callable[[str], Run | None]) -> None:
         restored = self.checkpoints.restore(self.abstract_state)

@@ -89,7 +89,12 @@ def _eval(node: ast.AST, source: str, names: Mapping[str, float]):
             raise ExpressionError(f"cannot evaluate {source!r}: {err}") from None
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_eval(node.operand, source, names))
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS and not node.keywords:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in FUNCTIONS
+        and not node.keywords
+    ):
         args = [_eval(a, source, names) for a in node.args]
         try:
             return FUNCTIONS[node.func.id](*args)

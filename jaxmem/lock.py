@@ -26,8 +26,10 @@ class OutputLock:
             handle.seek(0)
             owner = handle.read().strip() or "unknown process"
             handle.close()
-            raise LockError(f"output folder {self.path.parent} is in use by another jaxmem run ({owner}); "
-                            "wait for it to finish or choose another --out") from None
+            raise LockError(
+                f"output folder {self.path.parent} is in use by another jaxmem run ({owner}); "
+                "wait for it to finish or choose another --out"
+            ) from None
         handle.seek(0)
         handle.truncate()
         handle.write(f"pid {os.getpid()} on {socket.gethostname()}")

@@ -44,8 +44,16 @@ class Run:
 def make_run(point: dict, seed: int, lr: float, variable: str | None, value: int | None, round_: int) -> Run:
     pid = point_id(point)
     config = dict(point) if variable is None else {**point, variable: value}
-    return Run(run_id=digest(pid, seed, value, lr)[:16], point=pid, seed=seed, lr=lr, value=value, round=round_,
-               config=config, problem_index=int(digest(pid, value)[:7], 16))
+    return Run(
+        run_id=digest(pid, seed, value, lr)[:16],
+        point=pid,
+        seed=seed,
+        lr=lr,
+        value=value,
+        round=round_,
+        config=config,
+        problem_index=int(digest(pid, value)[:7], 16),
+    )
 
 
 @lru_cache(maxsize=None)

@@ -84,10 +84,17 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
     def init_one(seed, problem_index, dyn) -> RunState:
         params, problem = exp.init(run_key(seed, problem_index), shape, dyn)
         metrics = evaluate(params, problem, dyn)
-        fresh = RunState(params=params, opt_state=exp.optimizer(dyn).init(params), problem=problem,
-                         step=jnp.array(0, jnp.int32), best=jnp.array(-jnp.inf, jnp.float32),
-                         hit_step=jnp.array(-1, jnp.int32), done=jnp.array(False), diverged=jnp.array(False),
-                         last=metrics)
+        fresh = RunState(
+            params=params,
+            opt_state=exp.optimizer(dyn).init(params),
+            problem=problem,
+            step=jnp.array(0, jnp.int32),
+            best=jnp.array(-jnp.inf, jnp.float32),
+            hit_step=jnp.array(-1, jnp.int32),
+            done=jnp.array(False),
+            diverged=jnp.array(False),
+            last=metrics,
+        )
         return settle(fresh, metrics)
 
     def train_step(state: RunState, dyn) -> RunState:
@@ -112,8 +119,12 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
         settled = settle(state, evaluate(state.params, state.problem, dyn))
         live = ~state.done
         keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(live, a, b), new, old)  # noqa: E731
-        return state._replace(best=keep(settled.best, state.best), hit_step=keep(settled.hit_step, state.hit_step),
-                              done=keep(settled.done, state.done), last=keep(settled.last, state.last))
+        return state._replace(
+            best=keep(settled.best, state.best),
+            hit_step=keep(settled.hit_step, state.hit_step),
+            done=keep(settled.done, state.done),
+            last=keep(settled.last, state.last),
+        )
 
     init_all = jax.vmap(init_one)
     block_all = jax.vmap(block_one)
@@ -121,8 +132,9 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
     def segment(state: RunState, dyn: dict, seeds, problem_index, refill, vacant, max_blocks, stop_after):
         """Refill slots, then run blocks until `max_blocks` ran, all slots are done, or
         `stop_after` runs finished during this segment."""
-        state = jax.lax.cond(jnp.any(refill), lambda s: tree_where(refill, init_all(seeds, problem_index, dyn), s),
-                             lambda s: s, state)
+        state = jax.lax.cond(
+            jnp.any(refill), lambda s: tree_where(refill, init_all(seeds, problem_index, dyn), s), lambda s: s, state
+        )
         state = state._replace(done=state.done | vacant)
         done_at_start = state.done
 
@@ -145,14 +157,16 @@ def sharded_segment(segment, mesh, axis: str):
     """The segment as a `shard_map` over the runs axis: every device runs the same local program on
     its own slots, whatever the device count, so results do not depend on sharding."""
     runs, replicated = P(axis), P()
-    return jax.shard_map(segment, mesh=mesh, in_specs=(runs,) * 6 + (replicated, replicated),
-                         out_specs=(runs, replicated))
+    return jax.shard_map(
+        segment, mesh=mesh, in_specs=(runs,) * 6 + (replicated, replicated), out_specs=(runs, replicated)
+    )
 
 
 def dyn_arrays(values: list[dict], lrs: list[float]) -> dict[str, np.ndarray]:
     """Stack per-slot dynamic values (true sizes, options, learning rate) into host arrays."""
     keys = values[0].keys()
-    out = {k: np.asarray([v[k] for v in values], np.float32 if isinstance(values[0][k], float) else np.int32)
-           for k in keys}
+    out = {
+        k: np.asarray([v[k] for v in values], np.float32 if isinstance(values[0][k], float) else np.int32) for k in keys
+    }
     out["lr"] = np.asarray(lrs, np.float32)
     return out

@@ -19,9 +19,18 @@ class Progress:
         self.searches = (0, 0)
         self.runs_this_session = 0
         self.last_log = 0.0
-        self.bar = None if quiet else RichProgress(
-            TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
-            TimeElapsedColumn(), console=self.console, transient=False)
+        self.bar = (
+            None
+            if quiet
+            else RichProgress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                TextColumn("{task.fields[info]}"),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=False,
+            )
+        )
         self.task = None
 
     def __enter__(self) -> "Progress":
@@ -56,8 +65,9 @@ class Progress:
         rate = self.runs_this_session / elapsed
         eta = f"{self.pending / rate:.0f}s (current round)" if rate > 0 and self.pending else "-"
         searches = f" | searches {self.searches[0]}/{self.searches[1]}" if self.searches[1] else ""
-        return (f"runs {self.done} done, {self.pending} queued{searches} | "
-                f"{self.steps / elapsed:,.0f} steps/s | ETA {eta}")
+        return (
+            f"runs {self.done} done, {self.pending} queued{searches} | {self.steps / elapsed:,.0f} steps/s | ETA {eta}"
+        )
 
     def _render(self, force: bool = False) -> None:
         if self.bar is not None:

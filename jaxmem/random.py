@@ -30,13 +30,14 @@ def uniform_matrices(key: jax.Array, shapes: list[tuple[int, int]]) -> list[jax.
         his.append((jnp.uint32(k * _MAX_ROWS) + i).ravel())
         los.append(j.ravel())
     count = sum(rows * cols for rows, cols in shapes)
-    bits = threefry_2x32(jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key,
-                         jnp.concatenate(his + los))[:count]
+    bits = threefry_2x32(
+        jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key, jnp.concatenate(his + los)
+    )[:count]
     floats = jax.lax.bitcast_convert_type((bits >> 9) | jnp.uint32(0x3F800000), jnp.float32) - 1.0
     floats = jnp.clip(floats, 1e-7, 1.0 - 1e-7)
     out, start = [], 0
     for rows, cols in shapes:
-        out.append(floats[start:start + rows * cols].reshape(rows, cols))
+        out.append(floats[start : start + rows * cols].reshape(rows, cols))
         start += rows * cols
     return out
 

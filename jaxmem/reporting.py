@@ -38,9 +38,12 @@ def buckets_section(meta: dict, runs: pd.DataFrame, compiles: pd.DataFrame) -> s
     if compiles.empty:
         return ""
     exp = get_experiment(meta["experiment"])
-    rows = ["## Buckets (one compiled program each)", "",
-            "| bucket | padded shape | slots | compile s | runs | padding waste (padded / true FLOPs) |",
-            "|---|---|---|---|---|---|"]
+    rows = [
+        "## Buckets (one compiled program each)",
+        "",
+        "| bucket | padded shape | slots | compile s | runs | padding waste (padded / true FLOPs) |",
+        "|---|---|---|---|---|---|",
+    ]
     for c in compiles.drop_duplicates("bucket").itertuples():
         shape = json.loads(c.shape)
         bucket = Bucket(exp.name, tuple(sorted(shape.items())))

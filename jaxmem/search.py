@@ -83,15 +83,17 @@ def update(spec: SearchSpec, b: Bracket, outcome: dict[int, bool]) -> Bracket:
     """Advance the bracket with this round's outcomes (value -> success)."""
     values = sorted(outcome)
     above_a_failure = any(outcome[v] for i, v in enumerate(values) if not all(outcome[u] for u in values[:i]))
-    b = dataclasses.replace(b, rounds=b.rounds + 1, probes=b.probes + len(outcome),
-                            non_monotone=b.non_monotone or above_a_failure)
+    b = dataclasses.replace(
+        b, rounds=b.rounds + 1, probes=b.probes + len(outcome), non_monotone=b.non_monotone or above_a_failure
+    )
     if not b.lo_ok and not outcome[b.lo]:
         return dataclasses.replace(b, censored="below", done=True)
     if not b.hi_bad and outcome[b.hi]:
         if b.expansions >= spec.max_expand:
             return dataclasses.replace(b, lo_ok=True, censored="above", done=True)
-        return _settle(spec, dataclasses.replace(b, lo=b.hi, hi=2 * b.hi, lo_ok=True, hi_bad=False,
-                                                 expansions=b.expansions + 1))
+        return _settle(
+            spec, dataclasses.replace(b, lo=b.hi, hi=2 * b.hi, lo_ok=True, hi_bad=False, expansions=b.expansions + 1)
+        )
     lo, hi = b.lo, b.hi
     tested = sorted(v for v in outcome if b.lo < v < b.hi)
     first_fail = next((v for v in tested if not outcome[v]), None)

@@ -34,8 +34,19 @@ from jaxmem import expr
 from jaxmem.experiments import EXPERIMENTS, Experiment
 from jaxmem.experiments.base import REQUIRED
 
-TOP_LEVEL = {"experiment", "description", "seeds", "fixed", "grid", "derived", "train", "search", "engine",
-             "report", "presets"}
+TOP_LEVEL = {
+    "experiment",
+    "description",
+    "seeds",
+    "fixed",
+    "grid",
+    "derived",
+    "train",
+    "search",
+    "engine",
+    "report",
+    "presets",
+}
 ROUNDING = {"floor": math.floor, "ceil": math.ceil, "round": round}
 
 
@@ -138,9 +149,21 @@ def parse(raw: dict, name: str, preset: str | None = None, source: str = "<spec>
         points, axes, skipped = _points(merged, exp, search, problems)
     if problems:
         raise SpecError(source, problems)
-    return SweepSpec(name=name, preset=preset_name, experiment=exp.name, description=merged.get("description", ""),
-                     points=tuple(points), axes=axes, seeds=seeds, train=train, search=search, engine=engine,
-                     report=report, skipped=tuple(skipped), resolved=merged)
+    return SweepSpec(
+        name=name,
+        preset=preset_name,
+        experiment=exp.name,
+        description=merged.get("description", ""),
+        points=tuple(points),
+        axes=axes,
+        seeds=seeds,
+        train=train,
+        search=search,
+        engine=engine,
+        report=report,
+        skipped=tuple(skipped),
+        resolved=merged,
+    )
 
 
 def _apply_preset(raw, preset, problems):
@@ -174,11 +197,13 @@ def _suggest(word, options) -> str:
 def _experiment(merged, problems) -> Experiment | None:
     name = merged.get("experiment")
     if name is None:
-        problems.append("experiment: missing (e.g. experiment = \"assoc_memory\")")
+        problems.append('experiment: missing (e.g. experiment = "assoc_memory")')
         return None
     if name not in EXPERIMENTS:
-        problems.append(f"experiment: unknown experiment {name!r}{_suggest(str(name), EXPERIMENTS)}; "
-                        f"known: {', '.join(sorted(EXPERIMENTS))}")
+        problems.append(
+            f"experiment: unknown experiment {name!r}{_suggest(str(name), EXPERIMENTS)}; "
+            f"known: {', '.join(sorted(EXPERIMENTS))}"
+        )
         return None
     return EXPERIMENTS[name]
 
@@ -186,7 +211,11 @@ def _experiment(merged, problems) -> Experiment | None:
 def _seeds(value, problems) -> tuple[int, ...]:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
         return tuple(range(value))
-    if isinstance(value, list) and value and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in value):
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in value)
+    ):
         if len(set(value)) != len(value):
             problems.append(f"seeds: duplicates in {value}")
         return tuple(value)
@@ -215,8 +244,9 @@ def _section(cls, path: str, table: Any, problems: list[str]):
             values[key] = checked
     missing = [n for n, f in fields.items() if f.default is dataclasses.MISSING and n not in table]
     problems += [f"{path}.{n}: missing" for n in missing]
-    return (None if missing or bad & {n for n, f in fields.items() if f.default is dataclasses.MISSING}
-            else cls(**values)), bad
+    return (
+        None if missing or bad & {n for n, f in fields.items() if f.default is dataclasses.MISSING} else cls(**values)
+    ), bad
 
 
 _BAD = object()
@@ -254,17 +284,23 @@ def _check_train(train: TrainSpec, bad: set, exp: Experiment | None, problems):
     if "learning_rates" not in bad and any(lr <= 0 or not math.isfinite(lr) for lr in train.learning_rates):
         problems.append(f"train.learning_rates: must be positive and finite, got {list(train.learning_rates)}")
     if "metric" not in bad and exp is not None and train.metric not in exp.metrics:
-        problems.append(f"train.metric: {train.metric!r} is not a metric of {exp.name}; "
-                        f"one of {', '.join(exp.metrics)}")
+        problems.append(
+            f"train.metric: {train.metric!r} is not a metric of {exp.name}; one of {', '.join(exp.metrics)}"
+        )
 
 
 def _check_engine(engine: EngineSpec, bad: set, problems):
-    checks = [("pad_ratio", engine.pad_ratio >= 1.0, ">= 1"),
-              ("search_pad_floor", 0 <= engine.search_pad_floor <= 1, "in [0, 1]"),
-              ("max_slots", engine.max_slots >= 0, ">= 0"),
-              ("segment_seconds", engine.segment_seconds > 0, "> 0")]
-    problems += [f"engine.{name}: must be {rule}, got {getattr(engine, name)}"
-                 for name, ok, rule in checks if name not in bad and not ok]
+    checks = [
+        ("pad_ratio", engine.pad_ratio >= 1.0, ">= 1"),
+        ("search_pad_floor", 0 <= engine.search_pad_floor <= 1, "in [0, 1]"),
+        ("max_slots", engine.max_slots >= 0, ">= 0"),
+        ("segment_seconds", engine.segment_seconds > 0, "> 0"),
+    ]
+    problems += [
+        f"engine.{name}: must be {rule}, got {getattr(engine, name)}"
+        for name, ok, rule in checks
+        if name not in bad and not ok
+    ]
 
 
 def _search(table, exp: Experiment | None, problems) -> SearchSpec | None:
@@ -277,8 +313,10 @@ def _search(table, exp: Experiment | None, problems) -> SearchSpec | None:
         field = exp.fields.get(search.variable)
         if field is None or field.type is not int:
             ints = [n for n, f in exp.fields.items() if f.type is int]
-            problems.append(f"search.variable: {search.variable!r} is not an integer field of {exp.name} "
-                            f"(integer fields: {', '.join(ints)})")
+            problems.append(
+                f"search.variable: {search.variable!r} is not an integer field of {exp.name} "
+                f"(integer fields: {', '.join(ints)})"
+            )
     if search.mode not in ("verified", "paper"):
         problems.append(f"search.mode: must be 'verified' or 'paper', got {search.mode!r}")
     if not 0 < search.threshold <= 1:
@@ -309,7 +347,9 @@ def axis_values(path: str, value) -> list:
     kinds = [k for k in ("range", "log_range", "exponents") if k in value]
     extra = set(value) - {"range", "log_range", "exponents", "num", "base", "round"}
     if len(kinds) != 1 or extra:
-        raise ValueError(f"{path}: give exactly one of range / log_range / exponents (plus num, base, round), got {value}")
+        raise ValueError(
+            f"{path}: give exactly one of range / log_range / exponents (plus num, base, round), got {value}"
+        )
     rounding = value.get("round")
     if rounding is not None and rounding not in ROUNDING:
         raise ValueError(f"{path}.round: must be one of {list(ROUNDING)}, got {rounding!r}")
@@ -321,7 +361,9 @@ def axis_values(path: str, value) -> list:
         raise ValueError(f"{path}.base: must be > 0, got {value['base']}")
     if kind == "range":
         if not (isinstance(args, list) and len(args) in (2, 3)) or (len(args) == 3 and args[2] <= 0):
-            raise ValueError(f"{path}.range: expected [start, stop] or [start, stop, step>0] (stop inclusive), got {args}")
+            raise ValueError(
+                f"{path}.range: expected [start, stop] or [start, stop, step>0] (stop inclusive), got {args}"
+            )
         start, stop, step = (list(args) + [1])[:3]
         count = int(math.floor((stop - start) / step + 1e-9)) + 1
         raw = [start + i * step for i in range(max(count, 0))]
@@ -364,8 +406,10 @@ def _points(merged, exp: Experiment, search: SearchSpec | None, problems):
     for where, table in (("fixed", fixed), ("grid", grid), ("derived", derived)):
         for name in table:
             if name not in known and name not in helpers:
-                problems.append(f"{where}.{name}: unknown field of experiment {exp.name!r}{_suggest(name, known)}; "
-                                f"fields: {', '.join(sorted(known))}")
+                problems.append(
+                    f"{where}.{name}: unknown field of experiment {exp.name!r}{_suggest(name, known)}; "
+                    f"fields: {', '.join(sorted(known))}"
+                )
     if search and search.variable in set(fixed) | set(grid) | set(derived):
         problems.append(f"search.variable: {search.variable!r} is searched, so it must not be in fixed/grid/derived")
     values = [("fixed", n, [v]) for n, v in fixed.items()] + [("grid", n, vs) for n, vs in axes.items()]
@@ -373,8 +417,9 @@ def _points(merged, exp: Experiment, search: SearchSpec | None, problems):
         field = exp.fields.get(name)
         if field is None and name not in helpers:
             continue  # already reported as an unknown field
-        errors = dict.fromkeys(e for v in options for e in [field.check(name, v) if field else
-                                                             _number_error(name, v)] if e)
+        errors = dict.fromkeys(
+            e for v in options for e in [field.check(name, v) if field else _number_error(name, v)] if e
+        )
         problems += [f"{where}.{name}: {e}" for e in errors]
     if len(problems) > before:
         return [], (), []
@@ -414,8 +459,11 @@ def _validated_point(point, exp: Experiment, search, helpers, problems, skipped)
     if errors:  # only derived values can still be bad here: fixed and grid values were checked
         problems += [f"derived: {e} (at {_label(point)})" for e in errors]
         return None
-    missing = [n for n, f in exp.fields.items()
-               if f.default is REQUIRED and n not in point and not (search and n == search.variable)]
+    missing = [
+        n
+        for n, f in exp.fields.items()
+        if f.default is REQUIRED and n not in point and not (search and n == search.variable)
+    ]
     if missing:
         problems.append(f"fixed/grid: missing required field(s) {', '.join(missing)} of experiment {exp.name!r}")
         return None

@@ -34,11 +34,42 @@ CREATE TABLE IF NOT EXISTS compiles (
     bucket TEXT NOT NULL, shape TEXT NOT NULL, slots INTEGER NOT NULL, seconds REAL NOT NULL, at REAL NOT NULL);
 """
 
-RUN_COLUMNS = ("run_id", "point", "seed", "lr", "value", "round", "config", "bucket", "max_metric", "final_metric",
-               "final_loss", "steps_run", "steps_to_threshold", "diverged", "success", "wall_time_s", "device",
-               "finished_at")
-SEARCH_COLUMNS = ("unit", "point", "seed", "config", "variable", "capacity", "first_failure", "censored", "rounds",
-                  "probes", "non_monotone", "params", "bits", "status")
+RUN_COLUMNS = (
+    "run_id",
+    "point",
+    "seed",
+    "lr",
+    "value",
+    "round",
+    "config",
+    "bucket",
+    "max_metric",
+    "final_metric",
+    "final_loss",
+    "steps_run",
+    "steps_to_threshold",
+    "diverged",
+    "success",
+    "wall_time_s",
+    "device",
+    "finished_at",
+)
+SEARCH_COLUMNS = (
+    "unit",
+    "point",
+    "seed",
+    "config",
+    "variable",
+    "capacity",
+    "first_failure",
+    "censored",
+    "rounds",
+    "probes",
+    "non_monotone",
+    "params",
+    "bits",
+    "status",
+)
 
 
 class StoreError(RuntimeError):
@@ -64,29 +95,39 @@ class Store:
 
     def set_meta(self, values: dict[str, Any]) -> None:
         with self.db:
-            self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                                [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in values.items()])
+            self.db.executemany(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in values.items()],
+            )
 
     def add_runs(self, rows: Iterable[dict], trajectory: Iterable[tuple[str, int, dict]] = ()) -> None:
         """Append finished runs (and trajectory points) in one transaction; existing ids are kept."""
         with self.db:
-            self.db.executemany(f"INSERT OR IGNORE INTO runs VALUES ({', '.join('?' * len(RUN_COLUMNS))})",
-                                [tuple(_cell(r.get(c)) for c in RUN_COLUMNS) for r in rows])
+            self.db.executemany(
+                f"INSERT OR IGNORE INTO runs VALUES ({', '.join('?' * len(RUN_COLUMNS))})",
+                [tuple(_cell(r.get(c)) for c in RUN_COLUMNS) for r in rows],
+            )
             self.add_trajectory(trajectory)
 
     def add_trajectory(self, points: Iterable[tuple[str, int, dict]]) -> None:
-        self.db.executemany("INSERT OR IGNORE INTO trajectories VALUES (?, ?, ?)",
-                            [(run, step, json.dumps(m)) for run, step, m in points])
+        self.db.executemany(
+            "INSERT OR IGNORE INTO trajectories VALUES (?, ?, ?)",
+            [(run, step, json.dumps(m)) for run, step, m in points],
+        )
 
     def add_searches(self, rows: Iterable[dict]) -> None:
         with self.db:
-            self.db.executemany(f"INSERT OR IGNORE INTO searches VALUES ({', '.join('?' * len(SEARCH_COLUMNS))})",
-                                [tuple(_cell(r.get(c)) for c in SEARCH_COLUMNS) for r in rows])
+            self.db.executemany(
+                f"INSERT OR IGNORE INTO searches VALUES ({', '.join('?' * len(SEARCH_COLUMNS))})",
+                [tuple(_cell(r.get(c)) for c in SEARCH_COLUMNS) for r in rows],
+            )
 
     def add_compile(self, bucket: str, shape: dict, slots: int, seconds: float, at: float) -> None:
         with self.db:
-            self.db.execute("INSERT INTO compiles VALUES (?, ?, ?, ?, ?)",
-                            (bucket, json.dumps(shape, sort_keys=True), slots, seconds, at))
+            self.db.execute(
+                "INSERT INTO compiles VALUES (?, ?, ?, ?, ?)",
+                (bucket, json.dumps(shape, sort_keys=True), slots, seconds, at),
+            )
 
     def finished_runs(self) -> dict[str, tuple[bool, bool]]:
         """run_id -> (success, diverged) for every stored run."""

@@ -33,12 +33,20 @@ def run_program(configs: list[dict], pad, slots: int, steps: int, lrs: list[floa
     blank = jax.eval_shape(init_all, seeds, problem_index, dyn)
     state = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), blank)
     vacant = np.arange(slots) >= len(configs)
-    state, _ = jax.jit(segment)(state, dyn, seeds, problem_index, np.ones(slots, bool), vacant, np.int32(10**6),
-                                np.int32(slots + 1))
+    state, _ = jax.jit(segment)(
+        state, dyn, seeds, problem_index, np.ones(slots, bool), vacant, np.int32(10**6), np.int32(slots + 1)
+    )
     return state
 
 
 def jaxmem_cli(*args, env_extra=None, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env_extra or {})}
-    return subprocess.Popen([sys.executable, "-m", "jaxmem.cli", *map(str, args)], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-m", "jaxmem.cli", *map(str, args)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **kwargs,
+    )

@@ -154,9 +154,19 @@ def test_dry_run_prints_buckets_and_compiles_nothing(capsys, no_compile):
     assert header, out
     runs, buckets = map(int, header.groups())
     # first round of every search: both bracket ends and K interior points, for every seed and learning rate
-    expected = sum(len(search.probes(spec.search, search.start(spec.search, int(evaluate(spec.search.lo, p)),
-                                                                int(evaluate(spec.search.hi, p)))))
-                   for p in spec.points) * len(spec.seeds) * len(spec.train.learning_rates)
+    expected = (
+        sum(
+            len(
+                search.probes(
+                    spec.search,
+                    search.start(spec.search, int(evaluate(spec.search.lo, p)), int(evaluate(spec.search.hi, p))),
+                )
+            )
+            for p in spec.points
+        )
+        * len(spec.seeds)
+        * len(spec.train.learning_rates)
+    )
     assert runs == expected
     bucket_lines = re.findall(r"^  bucket [0-9a-f]{12} \(.*\): (\d+) runs, (\d+) slots", out, re.M)
     assert len(bucket_lines) == buckets >= 1
@@ -187,8 +197,14 @@ def test_lock_is_released_after_a_refused_run(tmp_path, tiny, capsys, no_compile
 def test_folder_of_another_sweep_exits_4(tmp_path, tiny, capsys, no_compile):
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    other = parse({"experiment": "assoc_memory", "fixed": {"model": "linear", "d": 8, "N": 8},
-                   "train": {"steps": 4, "eval_every": 2}}, "other_sweep")
+    other = parse(
+        {
+            "experiment": "assoc_memory",
+            "fixed": {"model": "linear", "d": 8, "N": 8},
+            "train": {"steps": 4, "eval_every": 2},
+        },
+        "other_sweep",
+    )
     store = Store(out_dir)
     driver.claim(store, other)
     store.close()

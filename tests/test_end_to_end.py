@@ -41,7 +41,9 @@ def test_hebbian_search_finds_the_exact_capacity_and_reports_it(tmp_path, capsys
         assert math.isclose(row.bits, capacity * math.log2(capacity)) if capacity > 1 else row.bits == 0
     runs = jaxmem.load_results(out)
     assert (runs["steps_run"] == 0).all() and not runs["diverged"].any()
-    assert {"report.md", "capacity.csv", "capacity.png", "runs.csv", "results.sqlite"} <= {p.name for p in out.iterdir()}
+    assert {"report.md", "capacity.csv", "capacity.png", "runs.csv", "results.sqlite"} <= {
+        p.name for p in out.iterdir()
+    }
     assert (out / "capacity.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     report = (out / "report.md").read_text()
     assert "Slope" in report and "Bits per parameter" in report

@@ -10,12 +10,15 @@ EXACT = lambda n: n  # noqa: E731
 BIG = lambda n: 2 * n + 3  # noqa: E731 - every size padded, by an awkward amount
 
 
-@pytest.mark.parametrize("config", [
-    {"model": "linear", "d": 8, "N": 30},
-    {"model": "lowrank", "d": 8, "m": 4, "N": 20},
-    {"model": "mlp", "d": 8, "m": 12, "N": 40},
-    {"model": "mlp", "d": 6, "m": 10, "N": 40, "M": 8},
-])
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"model": "linear", "d": 8, "N": 30},
+        {"model": "lowrank", "d": 8, "m": 4, "N": 20},
+        {"model": "mlp", "d": 8, "m": 12, "N": 40},
+        {"model": "mlp", "d": 6, "m": 10, "N": 40, "M": 8},
+    ],
+)
 def test_padded_run_equals_unpadded_run(config):
     steps = 40  # a short horizon: training is chaotic, so float rounding grows over thousands of steps
     small = run_program([config], EXACT, 1, steps, [1e-2], stop=2.0)

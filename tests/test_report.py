@@ -48,21 +48,41 @@ def mlp_searches(offsets=(1.0, 1.0, 1.0, 1.0), ds=(8, 16, 32, 64), seeds=(0, 1))
 
 def search_row(point, seed, config, capacity, params, bits, censored=""):
     return {
-        "point": point, "seed": seed, **config, "variable": "N", "capacity": capacity,
-        "first_failure": capacity * 1.05, "censored": censored, "rounds": 5, "probes": 10,
-        "non_monotone": False, "params": float(params), "bits": bits, "status": "done",
+        "point": point,
+        "seed": seed,
+        **config,
+        "variable": "N",
+        "capacity": capacity,
+        "first_failure": capacity * 1.05,
+        "censored": censored,
+        "rounds": 5,
+        "probes": 10,
+        "non_monotone": False,
+        "params": float(params),
+        "bits": bits,
+        "status": "done",
     }
 
 
 def runs_frame():
-    return pd.DataFrame({
-        "run_id": [0, 1, 2, 3], "point": ["d8"] * 4, "seed": [0, 0, 1, 1], "lr": [1e3, 1e-2, 1e3, 1e3],
-        "value": [10, 20, 10, 20], "max_metric": [1.0, 0.3, 1.0, float("nan")],
-        "final_loss": [0.01, 2.0, 0.01, float("nan")], "steps_run": [100, 4096, 90, 5],
-        "steps_to_threshold": [80, float("nan"), 70, float("nan")],
-        "diverged": [False, False, False, True], "success": [True, False, True, False],
-        "wall_time_s": [1.5, 2.5, 1.0, 0.5], "device": ["cpu"] * 4, "compiles": [1, 0, 0, 1],
-    })
+    return pd.DataFrame(
+        {
+            "run_id": [0, 1, 2, 3],
+            "point": ["d8"] * 4,
+            "seed": [0, 0, 1, 1],
+            "lr": [1e3, 1e-2, 1e3, 1e3],
+            "value": [10, 20, 10, 20],
+            "max_metric": [1.0, 0.3, 1.0, float("nan")],
+            "final_loss": [0.01, 2.0, 0.01, float("nan")],
+            "steps_run": [100, 4096, 90, 5],
+            "steps_to_threshold": [80, float("nan"), 70, float("nan")],
+            "diverged": [False, False, False, True],
+            "success": [True, False, True, False],
+            "wall_time_s": [1.5, 2.5, 1.0, 0.5],
+            "device": ["cpu"] * 4,
+            "compiles": [1, 0, 0, 1],
+        }
+    )
 
 
 def test_fit_power_law_exact():
@@ -134,11 +154,13 @@ def test_collapse_stats_direct():
 
 def test_censored_and_nan_excluded():
     searches = linear_am_searches()
-    extra = pd.DataFrame([
-        search_row("d8", 3, {"model": "linear", "d": 8}, 1e6, 64, 1e6, censored="above"),
-        search_row("d16", 3, {"model": "linear", "d": 16}, float("nan"), 256, float("nan"), censored="below"),
-        search_row("d512", 0, {"model": "linear", "d": 512}, float("nan"), 512**2, float("nan")),
-    ])
+    extra = pd.DataFrame(
+        [
+            search_row("d8", 3, {"model": "linear", "d": 8}, 1e6, 64, 1e6, censored="above"),
+            search_row("d16", 3, {"model": "linear", "d": 16}, float("nan"), 256, float("nan"), censored="below"),
+            search_row("d512", 0, {"model": "linear", "d": 512}, float("nan"), 512**2, float("nan")),
+        ]
+    )
     s_clean = summarise({"fit": "N*log(N)"}, searches)
     s = summarise({"fit": "N*log(N)"}, pd.concat([searches, extra], ignore_index=True))
     assert s["excluded"] == 3
@@ -167,9 +189,13 @@ def test_point_table_aggregates_seeds():
 
 def test_write_report_files(tmp_path):
     spec = {
-        "title": "MLP AM capacity", "fit": "N*log(N)", "x_label": "md",
+        "title": "MLP AM capacity",
+        "fit": "N*log(N)",
+        "x_label": "md",
         "guide": {"expr": "2*0.35*N*log(N)", "label": "2md = 2·0.35·N ln N (paper)"},
-        "group_by": ["m_over_d"], "expect_slope": [0.9, 1.1], "collapse": True,
+        "group_by": ["m_over_d"],
+        "expect_slope": [0.9, 1.1],
+        "collapse": True,
     }
     searches = mlp_searches()
     meta = {"spec": "nichani24/mlp_am", "preset": "tiny", "device": "cpu", "wall_time_s": 125.0, "git": "abc"}

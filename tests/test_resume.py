@@ -14,8 +14,11 @@ from jaxmem.spec import load
 
 def results(out) -> tuple[pd.DataFrame, pd.DataFrame]:
     runs = jaxmem.load_results(out).set_index("run_id").sort_index()[RESULT_COLUMNS]
-    searches = jaxmem.load_results(out, "searches").set_index("unit").sort_index()[["capacity", "first_failure",
-                                                                                     "rounds", "probes"]]
+    searches = (
+        jaxmem.load_results(out, "searches")
+        .set_index("unit")
+        .sort_index()[["capacity", "first_failure", "rounds", "probes"]]
+    )
     return runs, searches
 
 
@@ -99,8 +102,9 @@ def test_four_virtual_devices_give_the_same_results_as_one(tmp_path, uninterrupt
     """Same runs, same outcomes, same searches. XLA compiles the sharded program's arithmetic in a
     slightly different order, so accuracies of runs far from the threshold may differ by a sample."""
     out = tmp_path / "sharded"
-    process = jaxmem_cli("run", TINY_SPEC, "--out", out, "--quiet",
-                         env_extra={"XLA_FLAGS": "--xla_force_host_platform_device_count=4"})
+    process = jaxmem_cli(
+        "run", TINY_SPEC, "--out", out, "--quiet", env_extra={"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    )
     output, _ = process.communicate(timeout=300)
     assert process.returncode == 0, output
     runs, searches = results(out)

@@ -15,8 +15,7 @@ FAST = settings(max_examples=150, deadline=None)
 
 
 def make_spec(mode="verified", probes=3, resolution=0.0, max_expand=4):
-    return SearchSpec(variable="N", lo=1, hi=2, mode=mode, probes=probes, resolution=resolution,
-                      max_expand=max_expand)
+    return SearchSpec(variable="N", lo=1, hi=2, mode=mode, probes=probes, resolution=resolution, max_expand=max_expand)
 
 
 def run(spec, lo, hi, success, limit=500):
@@ -86,8 +85,13 @@ def test_verified_censored_below_when_lower_bound_fails(bounds, k, data):
 
 
 @FAST
-@given(lo=st.integers(1, 1000), width=st.integers(0, 1000), k=st.integers(1, 6), max_expand=st.integers(0, 5),
-       extra=st.integers(0, 10**6))
+@given(
+    lo=st.integers(1, 1000),
+    width=st.integers(0, 1000),
+    k=st.integers(1, 6),
+    max_expand=st.integers(0, 5),
+    extra=st.integers(0, 10**6),
+)
 def test_verified_censored_above_after_max_expand_doublings(lo, width, k, max_expand, extra):
     hi = lo + width
     reach = hi * 2**max_expand
@@ -101,8 +105,13 @@ def test_verified_censored_above_after_max_expand_doublings(lo, width, k, max_ex
 
 
 @FAST
-@given(lo=st.integers(1, 1000), width=st.integers(0, 1000), k=st.integers(1, 6), max_expand=st.integers(1, 5),
-       frac=st.floats(0, 1))
+@given(
+    lo=st.integers(1, 1000),
+    width=st.integers(0, 1000),
+    k=st.integers(1, 6),
+    max_expand=st.integers(1, 5),
+    frac=st.floats(0, 1),
+)
 def test_verified_expansion_finds_capacity_within_reach(lo, width, k, max_expand, frac):
     hi = lo + width
     reach = hi * 2**max_expand
@@ -116,8 +125,9 @@ def test_verified_expansion_finds_capacity_within_reach(lo, width, k, max_expand
 
 
 @FAST
-@given(bounds=bounds, frac=st.floats(0, 1), k=st.integers(1, 8),
-       resolution=st.sampled_from([0.005, 0.01, 0.05, 0.1, 0.5]))
+@given(
+    bounds=bounds, frac=st.floats(0, 1), k=st.integers(1, 8), resolution=st.sampled_from([0.005, 0.01, 0.05, 0.1, 0.5])
+)
 def test_verified_with_resolution_brackets_the_threshold(bounds, frac, k, resolution):
     lo, hi = bounds
     c = lo + int(frac * (hi - 1 - lo)) if hi > lo else lo
@@ -177,8 +187,10 @@ def test_verified_worst_case_rounds_match_information_bound(k):
 def test_more_probes_per_round_means_fewer_rounds():
     lo, hi = 10, 100_000
     thresholds = range(lo, hi, 997)
-    mean_rounds = {k: sum(len(run(make_spec(probes=k), lo, hi, below(c))[1]) for c in thresholds) / len(thresholds)
-                   for k in (1, 3, 7)}
+    mean_rounds = {
+        k: sum(len(run(make_spec(probes=k), lo, hi, below(c))[1]) for c in thresholds) / len(thresholds)
+        for k in (1, 3, 7)
+    }
     # binary vs 4-ary vs 8-ary: log_2 / log_4 = 2, log_2 / log_8 = 3, up to rounding
     assert 1.6 < mean_rounds[1] / mean_rounds[3] < 2.4
     assert 2.2 < mean_rounds[1] / mean_rounds[7] < 3.6
@@ -310,6 +322,7 @@ def test_replay_resumes_round_by_round():
 
 
 # -- non-monotone outcomes ------------------------------------------------------------------------
+
 
 def test_non_monotone_interior_success_above_failure():
     spec = make_spec(probes=3)

@@ -52,6 +52,7 @@ def problems_of(raw, preset=None):
 
 # -- valid specs ----------------------------------------------------------------------------------
 
+
 def test_base_spec_parses_and_expands_derived():
     spec = parse(base(), "t")
     assert spec.experiment == "assoc_memory" and spec.name == "t" and spec.preset == ""
@@ -118,18 +119,22 @@ def test_preset_is_deep_merged(tmp_path):
 
 # -- grid axes ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("axis, expected", [
-    ([3, 1, 2], [3, 1, 2]),
-    ({"range": [2, 5]}, [2, 3, 4, 5]),
-    ({"range": [1, 10, 3]}, [1, 4, 7, 10]),
-    ({"range": [1, 9, 3]}, [1, 4, 7]),
-    ({"exponents": [0, 3, 1]}, [1, 2, 4, 8]),
-    ({"exponents": [1, 3, 1], "base": 3}, [3, 9, 27]),
-    ({"exponents": [0, 1, 0.25], "base": 2, "round": "floor"}, [1, 2]),
-    ({"exponents": [0, 1, 0.5], "base": 4, "round": "ceil"}, [1, 2, 4]),
-    ({"log_range": [1, 100], "num": 3, "round": "round"}, [1, 10, 100]),
-    ({"log_range": [5, 5], "num": 1}, [5.0]),
-])
+
+@pytest.mark.parametrize(
+    "axis, expected",
+    [
+        ([3, 1, 2], [3, 1, 2]),
+        ({"range": [2, 5]}, [2, 3, 4, 5]),
+        ({"range": [1, 10, 3]}, [1, 4, 7, 10]),
+        ({"range": [1, 9, 3]}, [1, 4, 7]),
+        ({"exponents": [0, 3, 1]}, [1, 2, 4, 8]),
+        ({"exponents": [1, 3, 1], "base": 3}, [3, 9, 27]),
+        ({"exponents": [0, 1, 0.25], "base": 2, "round": "floor"}, [1, 2]),
+        ({"exponents": [0, 1, 0.5], "base": 4, "round": "ceil"}, [1, 2, 4]),
+        ({"log_range": [1, 100], "num": 3, "round": "round"}, [1, 10, 100]),
+        ({"log_range": [5, 5], "num": 1}, [5.0]),
+    ],
+)
 def test_axis_forms(axis, expected):
     assert axis_values("grid.x", axis) == pytest.approx(expected)
 
@@ -145,20 +150,23 @@ def test_exponent_axis_with_rounding_gives_ints_through_parse():
     assert all(isinstance(p["d"], int) for p in spec.points)
 
 
-@pytest.mark.parametrize("axis, fragment", [
-    ([], "grid.x: empty list"),
-    ({"range": [5, 1]}, "grid.x: produces no values"),
-    ({"range": [1, 5, 0]}, "grid.x.range"),
-    ({"range": [1]}, "grid.x.range"),
-    ({"log_range": [1, 8]}, "grid.x.log_range"),
-    ({"log_range": [0, 8], "num": 3}, "grid.x.log_range"),
-    ({"exponents": [1, 3]}, "grid.x.exponents"),
-    ({"range": [1, 3], "log_range": [1, 3], "num": 2}, "grid.x: give exactly one"),
-    ({"range": [1, 3], "step": 1}, "grid.x: give exactly one"),
-    ({"range": [1, 3], "round": "up"}, "grid.x.round"),
-    ("8", "grid.x: must be a list or a table"),
-    (8, "grid.x: must be a list or a table"),
-])
+@pytest.mark.parametrize(
+    "axis, fragment",
+    [
+        ([], "grid.x: empty list"),
+        ({"range": [5, 1]}, "grid.x: produces no values"),
+        ({"range": [1, 5, 0]}, "grid.x.range"),
+        ({"range": [1]}, "grid.x.range"),
+        ({"log_range": [1, 8]}, "grid.x.log_range"),
+        ({"log_range": [0, 8], "num": 3}, "grid.x.log_range"),
+        ({"exponents": [1, 3]}, "grid.x.exponents"),
+        ({"range": [1, 3], "log_range": [1, 3], "num": 2}, "grid.x: give exactly one"),
+        ({"range": [1, 3], "step": 1}, "grid.x: give exactly one"),
+        ({"range": [1, 3], "round": "up"}, "grid.x.round"),
+        ("8", "grid.x: must be a list or a table"),
+        (8, "grid.x: must be a list or a table"),
+    ],
+)
 def test_bad_axes(axis, fragment):
     with pytest.raises(ValueError) as err:
         axis_values("grid.x", axis)
@@ -170,8 +178,15 @@ def test_empty_grid_axis_is_a_spec_error():
     assert "grid.d" in message and "empty" in message
 
 
-@pytest.mark.parametrize("axis", [{"range": [1, "9"]}, {"range": [1, 9, "2"]}, {"log_range": ["1", 8], "num": 2},
-                                  {"exponents": [1, 3, 1], "base": "2"}])
+@pytest.mark.parametrize(
+    "axis",
+    [
+        {"range": [1, "9"]},
+        {"range": [1, 9, "2"]},
+        {"log_range": ["1", 8], "num": 2},
+        {"exponents": [1, 3, 1], "base": "2"},
+    ],
+)
 def test_non_numeric_axis_arguments_are_spec_errors(axis):
     message, _ = problems_of(with_(base(), "grid.d", axis))
     assert "grid.d" in message
@@ -179,64 +194,114 @@ def test_non_numeric_axis_arguments_are_spec_errors(axis):
 
 # -- errors, each naming its field -----------------------------------------------------------------
 
-@pytest.mark.parametrize("raw, fragments", [
-    pytest.param({k: v for k, v in base().items() if k != "experiment"}, ["experiment: missing"], id="no-experiment"),
-    pytest.param(base(experiment="assoc_memry"), ["experiment: unknown experiment 'assoc_memry'",
-                                                  "did you mean 'assoc_memory'"], id="unknown-experiment"),
-    pytest.param(base(serch={"variable": "N"}), ["serch: unknown section or key", "did you mean 'search'"],
-                 id="unknown-top-level"),
-    pytest.param(with_(base(), "fixed.mlp_bais", False), ["fixed.mlp_bais: unknown field", "did you mean 'mlp_bias'"],
-                 id="unknown-fixed-field"),
-    pytest.param(with_(base(), "grid.dd", [8]), ["grid.dd: unknown field", "did you mean 'd'"], id="unknown-grid"),
-    pytest.param(with_(base(), "train.step", 10), ["train.step: unknown key", "did you mean 'steps'"],
-                 id="unknown-train-key"),
-    pytest.param(with_(base(), "search.probe", 2), ["search.probe: unknown key", "did you mean 'probes'"],
-                 id="unknown-search-key"),
-    pytest.param(with_(base(), "engine.pad_ratoi", 2.0), ["engine.pad_ratoi: unknown key", "did you mean 'pad_ratio'"],
-                 id="unknown-engine-key"),
-    pytest.param(with_(base(), "train.steps", "many"), ["train.steps: expected int, got 'many'"], id="steps-str"),
-    pytest.param(with_(base(), "train.steps", 64.0), ["train.steps: expected int"], id="steps-float"),
-    pytest.param(with_(base(), "train.learning_rates", ["fast"]), ["train.learning_rates: expected"], id="lr-str"),
-    pytest.param(with_(base(), "train.learning_rates", []), ["train.learning_rates: expected"], id="lr-empty"),
-    pytest.param(with_(base(), "train.early_stop", True), ["train.early_stop: expected"], id="early-stop-bool"),
-    pytest.param(with_(base(), "engine.record_trajectory", 1), ["engine.record_trajectory: expected bool"],
-                 id="bool-as-int"),
-    pytest.param(with_(base(), "train", 5), ["train: must be a table"], id="train-not-table"),
-    pytest.param(base(grid={"d": ["x"]}, fixed={"model": "mlp", "m": 8}, derived={}),
-                 ["d must be of type int, got 'x'"], id="d-str"),
-    pytest.param(with_(base(), "fixed.model", "rnn"), ["model must be one of"], id="bad-choice"),
-    pytest.param(with_(base(), "train.steps", 100), ["train.steps: 100 is not a multiple of train.eval_every = 16"],
-                 id="steps-multiple"),
-    pytest.param(with_(base(), "train.eval_every", 0), ["train.eval_every: must be >= 1"], id="eval-every-0"),
-    pytest.param(with_(base(), "train.steps", -16), ["train.steps: must be >= 0"], id="steps-negative"),
-    pytest.param(with_(base(), "train.learning_rates", [1e-2, -1e-3]), ["train.learning_rates: must be positive"],
-                 id="lr-negative"),
-    pytest.param(with_(base(), "train.learning_rates", [0.0]), ["train.learning_rates: must be positive"],
-                 id="lr-zero"),
-    pytest.param(with_(base(), "train.learning_rates", [math.inf]), ["train.learning_rates: must be positive and "
-                                                                     "finite"], id="lr-inf"),
-    pytest.param(with_(base(), "grid.d", [0, 8]), ["d must be >= 1, got 0"], id="d-zero-minimum"),
-    pytest.param(with_(base(), "search.variable", "model"), ["search.variable: 'model' is not an integer field"],
-                 id="search-variable-str-field"),
-    pytest.param(with_(base(), "search.variable", "Q"), ["search.variable: 'Q' is not an integer field"],
-                 id="search-variable-unknown"),
-    pytest.param(with_(base(), "grid.N", [8, 16]), ["search.variable: 'N' is searched"], id="search-variable-in-grid"),
-    pytest.param(with_(base(), "search.mode", "fast"), ["search.mode: must be 'verified' or 'paper', got 'fast'"],
-                 id="search-mode"),
-    pytest.param(with_(base(), "search.threshold", 1.5), ["search.threshold: must be in (0, 1]"], id="threshold"),
-    pytest.param(with_(base(), "search.probes", 0), ["search.probes: must be >= 1"], id="probes"),
-    pytest.param(with_(base(), "search.resolution", -0.1), ["search.resolution: must be >= 0"], id="resolution"),
-    pytest.param({**base(), "search": {"lo": 1, "hi": 2}}, ["search.variable: missing"], id="search-missing-key"),
-    pytest.param(base(seeds=[0, 1, 0]), ["seeds: duplicates"], id="duplicate-seeds"),
-    pytest.param(base(seeds=0), ["seeds: must be a positive count"], id="zero-seeds"),
-    pytest.param(base(seeds=[-1]), ["seeds: must be"], id="negative-seed"),
-    pytest.param(with_(base(), "engine.pad_ratio", 0.5), ["engine.pad_ratio: must be >= 1"], id="pad-ratio"),
-    pytest.param(with_(base(), "fixed.d", 8), ["d: given in more than one of fixed / grid / derived"], id="clash"),
-    pytest.param(with_(base(), "derived.m", "m_over_d * q"), ["derived", "unknown name 'q'"],
-                 id="derived-unknown-name"),
-    pytest.param(with_(base(), "search.lo", "x + 1"), ["search.lo/hi", "unknown name 'x'"], id="bound-unknown-name"),
-    pytest.param(base(derived={}), ["grid.m_over_d: unknown field"], id="helper-without-derived"),
-])
+
+@pytest.mark.parametrize(
+    "raw, fragments",
+    [
+        pytest.param(
+            {k: v for k, v in base().items() if k != "experiment"}, ["experiment: missing"], id="no-experiment"
+        ),
+        pytest.param(
+            base(experiment="assoc_memry"),
+            ["experiment: unknown experiment 'assoc_memry'", "did you mean 'assoc_memory'"],
+            id="unknown-experiment",
+        ),
+        pytest.param(
+            base(serch={"variable": "N"}),
+            ["serch: unknown section or key", "did you mean 'search'"],
+            id="unknown-top-level",
+        ),
+        pytest.param(
+            with_(base(), "fixed.mlp_bais", False),
+            ["fixed.mlp_bais: unknown field", "did you mean 'mlp_bias'"],
+            id="unknown-fixed-field",
+        ),
+        pytest.param(with_(base(), "grid.dd", [8]), ["grid.dd: unknown field", "did you mean 'd'"], id="unknown-grid"),
+        pytest.param(
+            with_(base(), "train.step", 10), ["train.step: unknown key", "did you mean 'steps'"], id="unknown-train-key"
+        ),
+        pytest.param(
+            with_(base(), "search.probe", 2),
+            ["search.probe: unknown key", "did you mean 'probes'"],
+            id="unknown-search-key",
+        ),
+        pytest.param(
+            with_(base(), "engine.pad_ratoi", 2.0),
+            ["engine.pad_ratoi: unknown key", "did you mean 'pad_ratio'"],
+            id="unknown-engine-key",
+        ),
+        pytest.param(with_(base(), "train.steps", "many"), ["train.steps: expected int, got 'many'"], id="steps-str"),
+        pytest.param(with_(base(), "train.steps", 64.0), ["train.steps: expected int"], id="steps-float"),
+        pytest.param(with_(base(), "train.learning_rates", ["fast"]), ["train.learning_rates: expected"], id="lr-str"),
+        pytest.param(with_(base(), "train.learning_rates", []), ["train.learning_rates: expected"], id="lr-empty"),
+        pytest.param(with_(base(), "train.early_stop", True), ["train.early_stop: expected"], id="early-stop-bool"),
+        pytest.param(
+            with_(base(), "engine.record_trajectory", 1), ["engine.record_trajectory: expected bool"], id="bool-as-int"
+        ),
+        pytest.param(with_(base(), "train", 5), ["train: must be a table"], id="train-not-table"),
+        pytest.param(
+            base(grid={"d": ["x"]}, fixed={"model": "mlp", "m": 8}, derived={}),
+            ["d must be of type int, got 'x'"],
+            id="d-str",
+        ),
+        pytest.param(with_(base(), "fixed.model", "rnn"), ["model must be one of"], id="bad-choice"),
+        pytest.param(
+            with_(base(), "train.steps", 100),
+            ["train.steps: 100 is not a multiple of train.eval_every = 16"],
+            id="steps-multiple",
+        ),
+        pytest.param(with_(base(), "train.eval_every", 0), ["train.eval_every: must be >= 1"], id="eval-every-0"),
+        pytest.param(with_(base(), "train.steps", -16), ["train.steps: must be >= 0"], id="steps-negative"),
+        pytest.param(
+            with_(base(), "train.learning_rates", [1e-2, -1e-3]),
+            ["train.learning_rates: must be positive"],
+            id="lr-negative",
+        ),
+        pytest.param(
+            with_(base(), "train.learning_rates", [0.0]), ["train.learning_rates: must be positive"], id="lr-zero"
+        ),
+        pytest.param(
+            with_(base(), "train.learning_rates", [math.inf]),
+            ["train.learning_rates: must be positive and finite"],
+            id="lr-inf",
+        ),
+        pytest.param(with_(base(), "grid.d", [0, 8]), ["d must be >= 1, got 0"], id="d-zero-minimum"),
+        pytest.param(
+            with_(base(), "search.variable", "model"),
+            ["search.variable: 'model' is not an integer field"],
+            id="search-variable-str-field",
+        ),
+        pytest.param(
+            with_(base(), "search.variable", "Q"),
+            ["search.variable: 'Q' is not an integer field"],
+            id="search-variable-unknown",
+        ),
+        pytest.param(
+            with_(base(), "grid.N", [8, 16]), ["search.variable: 'N' is searched"], id="search-variable-in-grid"
+        ),
+        pytest.param(
+            with_(base(), "search.mode", "fast"),
+            ["search.mode: must be 'verified' or 'paper', got 'fast'"],
+            id="search-mode",
+        ),
+        pytest.param(with_(base(), "search.threshold", 1.5), ["search.threshold: must be in (0, 1]"], id="threshold"),
+        pytest.param(with_(base(), "search.probes", 0), ["search.probes: must be >= 1"], id="probes"),
+        pytest.param(with_(base(), "search.resolution", -0.1), ["search.resolution: must be >= 0"], id="resolution"),
+        pytest.param({**base(), "search": {"lo": 1, "hi": 2}}, ["search.variable: missing"], id="search-missing-key"),
+        pytest.param(base(seeds=[0, 1, 0]), ["seeds: duplicates"], id="duplicate-seeds"),
+        pytest.param(base(seeds=0), ["seeds: must be a positive count"], id="zero-seeds"),
+        pytest.param(base(seeds=[-1]), ["seeds: must be"], id="negative-seed"),
+        pytest.param(with_(base(), "engine.pad_ratio", 0.5), ["engine.pad_ratio: must be >= 1"], id="pad-ratio"),
+        pytest.param(with_(base(), "fixed.d", 8), ["d: given in more than one of fixed / grid / derived"], id="clash"),
+        pytest.param(
+            with_(base(), "derived.m", "m_over_d * q"), ["derived", "unknown name 'q'"], id="derived-unknown-name"
+        ),
+        pytest.param(
+            with_(base(), "search.lo", "x + 1"), ["search.lo/hi", "unknown name 'x'"], id="bound-unknown-name"
+        ),
+        pytest.param(base(derived={}), ["grid.m_over_d: unknown field"], id="helper-without-derived"),
+    ],
+)
 def test_bad_input_names_the_field(raw, fragments):
     message, _ = problems_of(raw)
     for fragment in fragments:
@@ -302,14 +367,21 @@ def test_several_problems_are_reported_together():
     raw = with_(raw, "fixed.mlp_bais", True)
     raw = with_(raw, "engine.max_slots", -1)
     message, problems = problems_of(raw)
-    for fragment in ("bogus:", "seeds: duplicates", "train.steps: expected int", "search.mode:",
-                     "fixed.mlp_bais:", "engine.max_slots:"):
+    for fragment in (
+        "bogus:",
+        "seeds: duplicates",
+        "train.steps: expected int",
+        "search.mode:",
+        "fixed.mlp_bais:",
+        "engine.max_slots:",
+    ):
         assert fragment in message
     assert len(problems) == 6
 
 
-@pytest.mark.parametrize("extra, fragment", [(("grid.d", [0, 8]), "d must be >= 1"),
-                                             (("train.eval_every", 0), "train.eval_every")])
+@pytest.mark.parametrize(
+    "extra, fragment", [(("grid.d", [0, 8]), "d must be >= 1"), (("train.eval_every", 0), "train.eval_every")]
+)
 def test_independent_problems_are_all_reported_at_once(extra, fragment):
     raw = with_(with_(base(), "train.steps", "many"), *extra)
     message, _ = problems_of(raw)
@@ -332,14 +404,19 @@ def test_spec_with_only_impossible_points_is_an_error():
 
 
 def test_empty_search_bracket_is_skipped():
-    raw = base(grid={"d": [8, 16]}, fixed={"model": "mlp", "m": 1}, derived={},
-               search={"variable": "N", "lo": "d", "hi": "2 * m * d - 9"})
+    raw = base(
+        grid={"d": [8, 16]},
+        fixed={"model": "mlp", "m": 1},
+        derived={},
+        search={"variable": "N", "lo": "d", "hi": "2 * m * d - 9"},
+    )
     spec = parse(raw, "t")  # d=8: [8, 7] is empty; d=16: [16, 23]
     assert [p["d"] for p in spec.points] == [16]
     assert len(spec.skipped) == 1 and "[8, 7]" in spec.skipped[0]
 
 
 # -- load -----------------------------------------------------------------------------------------
+
 
 def test_load_malformed_toml(tmp_path):
     path = tmp_path / "bad.toml"
@@ -356,8 +433,7 @@ def test_load_missing_file(tmp_path):
 
 def test_load_reports_the_file_and_field(tmp_path):
     path = tmp_path / "s.toml"
-    path.write_text('experiment = "assoc_memory"\n[fixed]\nmodel = "mlp"\nm = 8\nd = 8\n'
-                    '[train]\nsteps = "many"\n')
+    path.write_text('experiment = "assoc_memory"\n[fixed]\nmodel = "mlp"\nm = 8\nd = 8\n[train]\nsteps = "many"\n')
     with pytest.raises(SpecError) as err:
         load(path)
     assert str(path) in str(err.value) and "train.steps" in str(err.value)
@@ -445,28 +521,34 @@ def test_fingerprint_ignores_key_order(tmp_path):
     assert len(first) == 16 and int(first, 16) >= 0
 
 
-@pytest.mark.parametrize("old, new", [
-    ('title = "x"', 'title = "another title"\nfit = "N*log(N)"'),
-    ('description = "a"', 'description = "something else"'),
-    ("segment_seconds = 2.0", "segment_seconds = 9.0\nmax_slots = 4\nrecord_trajectory = true"),
-])
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ('title = "x"', 'title = "another title"\nfit = "N*log(N)"'),
+        ('description = "a"', 'description = "something else"'),
+        ("segment_seconds = 2.0", "segment_seconds = 9.0\nmax_slots = 4\nrecord_trajectory = true"),
+    ],
+)
 def test_fingerprint_ignores_presentation_and_scheduling(tmp_path, old, new):
     assert old in SPEC_TOML
     assert fingerprint_of(SPEC_TOML, tmp_path, "a") == fingerprint_of(SPEC_TOML.replace(old, new), tmp_path, "b")
 
 
-@pytest.mark.parametrize("old, new", [
-    ("steps = 64", "steps = 128"),
-    ("eval_every = 16", "eval_every = 32"),
-    ("learning_rates = [0.01]", "learning_rates = [0.03]"),
-    ("seeds = [0, 1]", "seeds = [0, 2]"),
-    ("d = [8, 16]", "d = [8, 32]"),
-    ('init = "standard"', 'init = "standard"\nmlp_bias = false'),
-    ('m = "m_over_d * d"', 'm = "2 * m_over_d * d"'),
-    ('hi = "m * d"', 'hi = "m * d"\nthreshold = 0.9'),
-    ('hi = "m * d"', 'hi = "m * d"\nmode = "paper"'),
-    ("segment_seconds = 2.0", "segment_seconds = 2.0\npad_ratio = 1.5"),
-])
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("steps = 64", "steps = 128"),
+        ("eval_every = 16", "eval_every = 32"),
+        ("learning_rates = [0.01]", "learning_rates = [0.03]"),
+        ("seeds = [0, 1]", "seeds = [0, 2]"),
+        ("d = [8, 16]", "d = [8, 32]"),
+        ('init = "standard"', 'init = "standard"\nmlp_bias = false'),
+        ('m = "m_over_d * d"', 'm = "2 * m_over_d * d"'),
+        ('hi = "m * d"', 'hi = "m * d"\nthreshold = 0.9'),
+        ('hi = "m * d"', 'hi = "m * d"\nmode = "paper"'),
+        ("segment_seconds = 2.0", "segment_seconds = 2.0\npad_ratio = 1.5"),
+    ],
+)
 def test_fingerprint_changes_with_results(tmp_path, old, new):
     assert old in SPEC_TOML
     assert fingerprint_of(SPEC_TOML, tmp_path, "a") != fingerprint_of(SPEC_TOML.replace(old, new, 1), tmp_path, "b")

@@ -13,11 +13,24 @@ from jaxmem.store import FILENAME, RUN_COLUMNS, SEARCH_COLUMNS, Store, StoreErro
 
 def run_row(run_id, value=16, success=True, diverged=False, **extra):
     row = {
-        "run_id": run_id, "point": "p1", "seed": 3, "lr": 0.01, "value": value, "round": 1,
+        "run_id": run_id,
+        "point": "p1",
+        "seed": 3,
+        "lr": 0.01,
+        "value": value,
+        "round": 1,
         "config": {"model": "mlp", "d": 8, "m": 16, "N": value, "mlp_bias": True},
-        "bucket": "b1", "max_metric": 0.995, "final_metric": 0.99, "final_loss": 0.05, "steps_run": 640,
-        "steps_to_threshold": 576, "diverged": diverged, "success": success, "wall_time_s": 1.5,
-        "device": "cpu:0", "finished_at": 1700000000.0,
+        "bucket": "b1",
+        "max_metric": 0.995,
+        "final_metric": 0.99,
+        "final_loss": 0.05,
+        "steps_run": 640,
+        "steps_to_threshold": 576,
+        "diverged": diverged,
+        "success": success,
+        "wall_time_s": 1.5,
+        "device": "cpu:0",
+        "finished_at": 1700000000.0,
     }
     row.update(extra)
     return row
@@ -25,9 +38,20 @@ def run_row(run_id, value=16, success=True, diverged=False, **extra):
 
 def search_row(unit, capacity=40.0, **extra):
     row = {
-        "unit": unit, "point": "p1", "seed": 3, "config": {"model": "mlp", "d": 8, "m": 16},
-        "variable": "N", "capacity": capacity, "first_failure": capacity + 1, "censored": "", "rounds": 4,
-        "probes": 13, "non_monotone": False, "params": 256.0, "bits": 212.9, "status": "done",
+        "unit": unit,
+        "point": "p1",
+        "seed": 3,
+        "config": {"model": "mlp", "d": 8, "m": 16},
+        "variable": "N",
+        "capacity": capacity,
+        "first_failure": capacity + 1,
+        "censored": "",
+        "rounds": 4,
+        "probes": 13,
+        "non_monotone": False,
+        "params": 256.0,
+        "bits": 212.9,
+        "status": "done",
     }
     row.update(extra)
     return row
@@ -41,8 +65,11 @@ def store(tmp_path):
 
 
 def test_run_rows_round_trip(tmp_path, store):
-    rows = [run_row("r1"), run_row("r2", value=32, success=False, steps_to_threshold=None),
-            run_row("r3", value=64, success=False, diverged=True, max_metric=float("nan"))]
+    rows = [
+        run_row("r1"),
+        run_row("r2", value=32, success=False, steps_to_threshold=None),
+        run_row("r3", value=64, success=False, diverged=True, max_metric=float("nan")),
+    ]
     store.add_runs(rows)
     assert store.finished_runs() == {"r1": (True, False), "r2": (False, False), "r3": (False, True)}
     store.close()
@@ -50,8 +77,22 @@ def test_run_rows_round_trip(tmp_path, store):
     frame = load_results(tmp_path).set_index("run_id")
     assert list(frame.index) == ["r1", "r2", "r3"]
     r1 = frame.loc["r1"]
-    for column in ("point", "seed", "lr", "value", "round", "bucket", "max_metric", "final_metric", "final_loss",
-                   "steps_run", "steps_to_threshold", "wall_time_s", "device", "finished_at"):
+    for column in (
+        "point",
+        "seed",
+        "lr",
+        "value",
+        "round",
+        "bucket",
+        "max_metric",
+        "final_metric",
+        "final_loss",
+        "steps_run",
+        "steps_to_threshold",
+        "wall_time_s",
+        "device",
+        "finished_at",
+    ):
         assert r1[column] == rows[0][column], column
     assert pd.isna(frame.loc["r2", "steps_to_threshold"])
     assert pd.isna(frame.loc["r3", "max_metric"])
@@ -67,7 +108,7 @@ def test_config_is_expanded_into_columns_and_flags_are_bool(tmp_path, store):
     assert frame["success"].dtype == bool and frame["diverged"].dtype == bool
     assert list(frame["success"]) == [True, False] and list(frame["diverged"]) == [False, True]
     # the table's own columns come first, config fields after
-    assert list(frame.columns[:len(RUN_COLUMNS) - 1]) == [c for c in RUN_COLUMNS if c != "config"]
+    assert list(frame.columns[: len(RUN_COLUMNS) - 1]) == [c for c in RUN_COLUMNS if c != "config"]
 
 
 def test_config_fields_never_shadow_table_columns(tmp_path, store):
@@ -109,9 +150,20 @@ def test_rows_survive_reopening(tmp_path):
 
 
 def test_numpy_scalars_are_stored_as_plain_values(tmp_path, store):
-    store.add_runs([run_row("r1", seed=np.int64(7), lr=np.float32(0.5), max_metric=np.float64(0.25),
-                            success=np.bool_(True), diverged=np.bool_(False), value=np.int32(12),
-                            config={"model": "mlp", "N": 12})])
+    store.add_runs(
+        [
+            run_row(
+                "r1",
+                seed=np.int64(7),
+                lr=np.float32(0.5),
+                max_metric=np.float64(0.25),
+                success=np.bool_(True),
+                diverged=np.bool_(False),
+                value=np.int32(12),
+                config={"model": "mlp", "N": 12},
+            )
+        ]
+    )
     store.close()
     row = load_results(tmp_path).iloc[0]
     assert (row["seed"], row["lr"], row["max_metric"], row["value"]) == (7, 0.5, 0.25, 12)
@@ -121,8 +173,12 @@ def test_numpy_scalars_are_stored_as_plain_values(tmp_path, store):
 
 
 def test_searches_table(tmp_path, store):
-    store.add_searches([search_row("u1"), search_row("u2", capacity=float("nan"), censored="below",
-                                                     non_monotone=True, first_failure=8.0)])
+    store.add_searches(
+        [
+            search_row("u1"),
+            search_row("u2", capacity=float("nan"), censored="below", non_monotone=True, first_failure=8.0),
+        ]
+    )
     store.close()
     frame = load_results(tmp_path, "searches").set_index("unit")
     assert set(SEARCH_COLUMNS) - {"config", "unit"} <= set(frame.columns)
@@ -134,8 +190,10 @@ def test_searches_table(tmp_path, store):
 
 
 def test_trajectories_meta_and_compiles(tmp_path, store):
-    store.add_runs([run_row("r1")], trajectory=[("r1", 64, {"accuracy": 0.5}), ("r1", 128, {"accuracy": 0.9}),
-                                                ("r1", 64, {"accuracy": 0.0})])
+    store.add_runs(
+        [run_row("r1")],
+        trajectory=[("r1", 64, {"accuracy": 0.5}), ("r1", 128, {"accuracy": 0.9}), ("r1", 64, {"accuracy": 0.0})],
+    )
     store.set_meta({"spec": "fig", "slots:b1": 8, "elapsed_s": "1.5"})
     store.set_meta({"elapsed_s": "2.5"})
     store.add_compile("b1", {"N": 64, "model": "mlp"}, 8, 3.0, 1.0)

@@ -32,11 +32,19 @@ FIELDS = {
     "m": Field(int, "hidden width (mlp) or rank (lowrank); unused by linear", default=0, minimum=0),
     "N": Field(int, "number of stored inputs", minimum=1),
     "M": Field(int, "number of outputs; 0 means M = N (f* = identity)", default=0, minimum=0),
-    "init": Field(str, "standard (lecun_normal, as the authors) or hebbian (Thm 1)", default="standard",
-                  choices=("standard", "hebbian")),
+    "init": Field(
+        str,
+        "standard (lecun_normal, as the authors) or hebbian (Thm 1)",
+        default="standard",
+        choices=("standard", "hebbian"),
+    ),
     "mlp_bias": Field(bool, "first-layer bias in the mlp (authors' code)", default=True),
-    "loss_form": Field(str, "log_softmax (stable) or log_of_softmax (authors' log(softmax(.)))",
-                       default="log_softmax", choices=("log_softmax", "log_of_softmax")),
+    "loss_form": Field(
+        str,
+        "log_softmax (stable) or log_of_softmax (authors' log(softmax(.)))",
+        default="log_softmax",
+        choices=("log_softmax", "log_of_softmax"),
+    ),
 }
 
 
@@ -88,7 +96,9 @@ def _lecun(unit_normal, fan_in_active, rows, cols):
 def init(key, shape, dyn):
     d, m, n, mo = shape["d"], shape["m"], shape["N"], shape["M"]
     w_shapes = {"linear": [(d, d)], "lowrank": [(d, m), (d, m)], "mlp": [(d, m), (m, d)]}[shape["model"]]
-    gauss = jr.normal_matrices(key, [(n, d), (mo, d)] + w_shapes, truncated=[False, False, True, shape["model"] == "mlp"])
+    gauss = jr.normal_matrices(
+        key, [(n, d), (mo, d)] + w_shapes, truncated=[False, False, True, shape["model"] == "mlp"]
+    )
     problem = {"E": jr.sphere_rows(gauss[0], dyn["N"], dyn["d"]), "U": jr.sphere_rows(gauss[1], dyn["M"], dyn["d"])}
     hebbian = problem["U"][targets(shape, dyn)].T @ problem["E"]  # Σ_x u_{f(x)} e_xᵀ; padded rows of E are 0
     if shape["model"] == "linear":
@@ -99,7 +109,10 @@ def init(key, shape, dyn):
         standard = _lecun(gauss[2], dyn["m"], dyn["d"], dyn["m"])
         params = {"U": hebbian @ problem["V"] if shape["init"] == "hebbian" else standard}
     else:
-        params = {"W1": _lecun(gauss[2], dyn["d"], dyn["d"], dyn["m"]), "W2": _lecun(gauss[3], dyn["m"], dyn["m"], dyn["d"])}
+        params = {
+            "W1": _lecun(gauss[2], dyn["d"], dyn["d"], dyn["m"]),
+            "W2": _lecun(gauss[3], dyn["m"], dyn["m"], dyn["d"]),
+        }
         if shape["mlp_bias"]:
             params["b"] = jnp.zeros(m)
     return params, problem
@@ -181,4 +194,3 @@ EXPERIMENT = Experiment(
     info_bits=info_bits,
     flops_per_step=flops_per_step,
 )
-

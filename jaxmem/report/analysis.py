@@ -13,8 +13,19 @@ import pandas as pd
 from jaxmem.expr import evaluate
 
 FIXED_COLUMNS = (
-    "unit", "point", "seed", "variable", "capacity", "first_failure", "censored",
-    "rounds", "probes", "non_monotone", "params", "bits", "status",
+    "unit",
+    "point",
+    "seed",
+    "variable",
+    "capacity",
+    "first_failure",
+    "censored",
+    "rounds",
+    "probes",
+    "non_monotone",
+    "params",
+    "bits",
+    "status",
 )
 
 
@@ -90,9 +101,13 @@ def point_table(searches: pd.DataFrame, x: str = "params") -> pd.DataFrame:
     ok = searches[usable_mask(searches, x)].assign(bits_per_param=lambda f: f["bits"] / f["params"])
     grouped = ok.groupby("point", sort=False)
     table = (
-        searches.groupby("point", sort=False)[keep].first()
-        .join(grouped["capacity"].agg(
-            capacity_mean="mean", capacity_std="std", capacity_min="min", capacity_max="max", n_seeds="count"))
+        searches.groupby("point", sort=False)[keep]
+        .first()
+        .join(
+            grouped["capacity"].agg(
+                capacity_mean="mean", capacity_std="std", capacity_min="min", capacity_max="max", n_seeds="count"
+            )
+        )
         .join(grouped["bits_per_param"].mean().rename("bits_per_param_mean"))
     )
     table["n_seeds"] = table["n_seeds"].fillna(0).astype(int)
@@ -180,13 +195,24 @@ def summarise(report_spec: dict, searches: pd.DataFrame) -> dict:
     """The report's numbers: pooled slope, per-seed slope spread, acceptance, collapse, bits per parameter."""
     expect = report_spec.get("expect_slope")
     summary = {
-        "variable": None, "x": report_spec.get("x", "params"), "fit": report_spec.get("fit"),
-        "n_searches": len(searches), "n_points": 0, "excluded": 0, "excluded_points": 0,
-        "slope": math.nan, "intercept": math.nan,
-        "slope_seed_mean": math.nan, "slope_seed_std": math.nan, "n_seed_fits": 0,
-        "expect_slope": list(expect) if expect is not None else None, "pass": None,
+        "variable": None,
+        "x": report_spec.get("x", "params"),
+        "fit": report_spec.get("fit"),
+        "n_searches": len(searches),
+        "n_points": 0,
+        "excluded": 0,
+        "excluded_points": 0,
+        "slope": math.nan,
+        "intercept": math.nan,
+        "slope_seed_mean": math.nan,
+        "slope_seed_std": math.nan,
+        "n_seed_fits": 0,
+        "expect_slope": list(expect) if expect is not None else None,
+        "pass": None,
         "collapse": None,
-        "bits_per_param_mean": math.nan, "bits_per_param_std": math.nan, "bits_per_param_by_group": {},
+        "bits_per_param_mean": math.nan,
+        "bits_per_param_std": math.nan,
+        "bits_per_param_by_group": {},
     }
     if searches.empty:
         return summary
@@ -206,11 +232,16 @@ def summarise(report_spec: dict, searches: pd.DataFrame) -> dict:
     seed_mean, seed_std, n_seed_fits = mean_std(seed_slopes(rows, x, expression, variable))
 
     summary.update(
-        variable=variable, x=x, n_points=len(table),
+        variable=variable,
+        x=x,
+        n_points=len(table),
         excluded=int((~usable).sum()),
         excluded_points=searches["point"].nunique() - len(table),
-        slope=slope, intercept=intercept,
-        slope_seed_mean=seed_mean, slope_seed_std=seed_std, n_seed_fits=n_seed_fits,
+        slope=slope,
+        intercept=intercept,
+        slope_seed_mean=seed_mean,
+        slope_seed_std=seed_std,
+        n_seed_fits=n_seed_fits,
     )
     if expect is not None:
         summary["pass"] = bool(np.isfinite(slope) and expect[0] <= slope <= expect[1])

@@ -8,7 +8,11 @@ import numpy as np
 import pandas as pd
 
 from jaxmem.report.analysis import (
-    config_columns, format_number, group_columns, point_table, x_column,
+    config_columns,
+    format_number,
+    group_columns,
+    point_table,
+    x_column,
 )
 
 META_FIELDS = (
@@ -38,7 +42,7 @@ def format_duration(seconds: float) -> str:
 
 
 def pm(mean: float, std: float, digits: int = 3) -> str:
-    """"mean ± std", dropping the std when it is undefined."""
+    """ "mean ± std", dropping the std when it is undefined."""
     if not np.isfinite(mean):
         return "–"
     return f"{mean:.{digits}f}" if not np.isfinite(std) else f"{mean:.{digits}f} ± {std:.{digits}f}"
@@ -53,7 +57,8 @@ def meta_section(meta: dict) -> str:
             value = format_duration(float(meta[key])) if key == "wall_time_s" else meta[key]
             bullets.append(f"- {name}: {format_number(value)}")
     bullets += [
-        f"- {key}: {format_number(value)}" for key, value in sorted(meta.items())
+        f"- {key}: {format_number(value)}"
+        for key, value in sorted(meta.items())
         if key not in known and isinstance(value, (str, int, float, bool))
     ]
     return "## Sweep\n\n" + ("\n".join(bullets) if bullets else "No sweep metadata recorded.")
@@ -69,8 +74,14 @@ def capacity_section(report_spec: dict, searches: pd.DataFrame, variable: str) -
     headers = columns + [f"{variable} mean ± std", "min", "max", "seeds used", "excluded", "bits/param"]
     rows = [
         [r[c] for c in columns]
-        + [pm(r["capacity_mean"], r["capacity_std"], 1), r["capacity_min"], r["capacity_max"],
-           r["n_seeds"], r["n_excluded"], r["bits_per_param_mean"]]
+        + [
+            pm(r["capacity_mean"], r["capacity_std"], 1),
+            r["capacity_min"],
+            r["capacity_max"],
+            r["n_seeds"],
+            r["n_excluded"],
+            r["bits_per_param_mean"],
+        ]
         for r in table.to_dict("records")
     ]
     intro = f"## Capacity\n\nLargest {variable} reaching the success threshold, per grid point.\n\n"
@@ -110,16 +121,18 @@ def slope_section(summary: dict) -> str:
 def collapse_section(collapse: dict, x: str) -> str:
     """Residuals about the common law and the per-group slopes and values at the middle of x."""
     rows = [[label, g["n_points"], g["slope"], g["value_at_mid"]] for label, g in collapse["groups"].items()]
-    return "\n".join([
-        "### Collapse onto one curve",
-        "",
-        f"- RMS residual about the common law (ln space): {collapse['rms']:.4f} "
-        f"(a factor {math.exp(collapse['rms']):.3f})",
-        f"- Max |residual|: {collapse['max_abs']:.4f} (a factor {math.exp(collapse['max_abs']):.3f})",
-        f"- Spread of the per-group fits at {x} = {collapse['x_mid']:.4g} (max/min): {collapse['spread']:.3f}",
-        "",
-        markdown_table(["group", "points", "slope", f"fitted value at {x} = {collapse['x_mid']:.4g}"], rows),
-    ])
+    return "\n".join(
+        [
+            "### Collapse onto one curve",
+            "",
+            f"- RMS residual about the common law (ln space): {collapse['rms']:.4f} "
+            f"(a factor {math.exp(collapse['rms']):.3f})",
+            f"- Max |residual|: {collapse['max_abs']:.4f} (a factor {math.exp(collapse['max_abs']):.3f})",
+            f"- Spread of the per-group fits at {x} = {collapse['x_mid']:.4g} (max/min): {collapse['spread']:.3f}",
+            "",
+            markdown_table(["group", "points", "slope", f"fitted value at {x} = {collapse['x_mid']:.4g}"], rows),
+        ]
+    )
 
 
 def bits_section(summary: dict) -> str:
@@ -153,7 +166,11 @@ def runs_section(runs: pd.DataFrame) -> str:
 
 
 def render_report(
-    report_spec: dict, searches: pd.DataFrame, runs: pd.DataFrame, meta: dict, summary: dict,
+    report_spec: dict,
+    searches: pd.DataFrame,
+    runs: pd.DataFrame,
+    meta: dict,
+    summary: dict,
     plot_name: str | None,
 ) -> str:
     """The full report.md text; capacity sections only when there are searches."""

@@ -13,7 +13,12 @@ import pandas as pd  # noqa: E402
 
 from jaxmem.expr import evaluate  # noqa: E402
 from jaxmem.report.analysis import (  # noqa: E402
-    apply_fit, group_columns, group_labels, point_table, usable_mask, x_column,
+    apply_fit,
+    group_columns,
+    group_labels,
+    point_table,
+    usable_mask,
+    x_column,
 )
 
 GRID_POINTS = 100
