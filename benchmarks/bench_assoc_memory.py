@@ -77,7 +77,9 @@ class EngineProbe:
         self._undo = []
 
     def _wrap(self, owner, name, label):
-        original = getattr(owner, name)
+        original = getattr(owner, name, None)
+        if original is None:  # the engine changed; time what still exists
+            return
         seconds = self.seconds
 
         def timed(*args, **kwargs):
@@ -107,7 +109,9 @@ class EngineProbe:
                     "step_s": 0.0,
                 },
             )
-            program = runner.program
+            program = getattr(runner, "program", None)
+            if program is None:
+                return
 
             def program_probe(*args):  # out[1] = blocks run in this segment (read after the sweep)
                 out = program(*args)
@@ -169,6 +173,8 @@ def bucket_rows(exp, spec, runs, probe: EngineProbe) -> list[dict]:
     for bucket_id, b in probe.buckets.items():
         mine = runs[runs.bucket == bucket_id]
         configs = [exp.complete(_config(r)) for r in mine.itertuples()]
+        if not b["segments"] or mine.empty:
+            continue
         blocks = sum(int(n) for n in b["segments"])
         slot_steps = blocks * spec.train.eval_every * b["slots"]
         live_steps = int(mine.steps_run.sum())
@@ -258,7 +264,8 @@ def render(info, spec, peak, a, methods, agree, buckets, every) -> str:
         f"- **Work**: the `{PRESET}` preset of `sweeps/nichani24/fig1_mlp.toml` (MLP associative memory, "
         f"M = N, Adam, {spec.train.steps} steps max, eval every {spec.train.eval_every}, early stop at "
         f"accuracy ≥ {spec.train.early_stop}, lr ∈ {list(spec.train.learning_rates)}, seeds "
-        f"{list(spec.seeds)}, a 4-probe search over N per (d, m, seed)). The set of runs is whatever (a) "
+        f"{list(spec.seeds)}, a {spec.search.probes}-probe search over N per (d, m, seed)). "
+        "The set of runs is whatever (a) "
         f"executed ({a['n_runs']} runs over {a['n_shapes']} distinct unpadded (d, m, N) shapes); (b) and "
         "(c) train exactly those runs.\n"
         "- **(a) jaxmem**: `run_sweep(load(spec, 'quick'), tmpdir, quiet=True)`. Compile = sum of the "
@@ -376,6 +383,9 @@ def render(info, spec, peak, a, methods, agree, buckets, every) -> str:
             f"{r['seconds']:.2f} | {r['useful_gflop'] / r['seconds']:.1f} | "
             f"{r['executed_gflop'] / r['seconds']:.1f} |"
         )
+    if not buckets:
+        L.append("(no bucket data: the engine's BucketRunner no longer exposes `program`)\n")
+        return "\n".join(L)
     tot_u = sum(r["useful_gflop"] for r in buckets)
     tot_e = sum(r["executed_gflop"] for r in buckets)
     tot_s = sum(r["seconds"] for r in buckets)

@@ -1,5 +1,6 @@
 """A whole sweep through the public entry points: CLI run, store, report, status, load_results."""
 
+import dataclasses
 import math
 
 import jaxmem
@@ -74,8 +75,10 @@ def test_one_compile_per_bucket_and_none_while_running(tmp_path, monkeypatch):
         return result
 
     monkeypatch.setattr(executor.BucketRunner, "step", watched)
+    spec = load(TINY_SPEC)
+    spec = dataclasses.replace(spec, engine=dataclasses.replace(spec.engine, record_trajectory=True))
     try:
-        run_sweep(load(TINY_SPEC), tmp_path / "out", quiet=True)
+        run_sweep(spec, tmp_path / "out", quiet=True)
     finally:
         jax.monitoring.unregister_event_duration_listener(listener)
     buckets = jaxmem.load_results(tmp_path / "out", "compiles")
@@ -83,3 +86,8 @@ def test_one_compile_per_bucket_and_none_while_running(tmp_path, monkeypatch):
     assert len(buckets) == buckets["bucket"].nunique() == 2
     assert rounds >= 3 and len(during_segments) > 2 * rounds
     assert sum(during_segments) == 0, f"recompiled during segments: {during_segments}"
+    trajectories = jaxmem.load_results(tmp_path / "out", "trajectories")
+    runs = jaxmem.load_results(tmp_path / "out").set_index("run_id")
+    assert set(trajectories["run_id"]) == set(runs.index)  # every run has per-segment points
+    last = trajectories.sort_values("step").groupby("run_id").last()
+    assert (last["step"] == runs.loc[last.index, "steps_run"]).all()
