@@ -69,7 +69,7 @@ def runs_from_table(spec, exp: Experiment, runs) -> list[RunSpec]:
 
 def unpadded(exp: Experiment, run: RunSpec) -> tuple[dict, tuple, dict]:
     """(shape, hashable shape key, dyn) of the run's unpadded model; dyn dtypes as in the engine."""
-    shape = exp.shape(run.config, lambda n: n)
+    shape = exp.shape(run.config, lambda n, *_: n)
     dyn = {k: v[0] for k, v in dyn_arrays([exp.dynamic(run.config)], [run.lr]).items()}
     return shape, tuple(sorted(shape.items())), dyn
 

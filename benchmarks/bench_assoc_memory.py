@@ -274,7 +274,7 @@ def render(info, spec, peak, a, methods, agree, buckets, every) -> str:
         f"{a['run_sweep_s']:.1f} s). The host side is timed by wrapping engine methods (no engine code "
         "changed).\n"
         "- **(b) per-run jit**: for each run one jitted program `while (not stopped) { fori_loop(eval_every "
-        "train steps); evaluate }` on the unpadded model (`exp.shape(config, lambda n: n)`); dyn "
+        "train steps); evaluate }` on the unpadded model (`exp.shape(config, lambda n, *_: n)`); dyn "
         "(sizes, lr) and the key are traced, so it compiles once per distinct shape (AOT "
         "`lower().compile()`, timed apart).\n"
         "- **(c) per-step Python loop**: jitted init / train step (params and optimizer state donated) / "

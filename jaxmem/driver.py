@@ -24,7 +24,7 @@ from jaxmem.executor import BucketRunner, Finished, slots_per_device
 from jaxmem.experiments import get as get_experiment
 from jaxmem.expr import evaluate
 from jaxmem.lock import OutputLock
-from jaxmem.plan import Bucket, Run, bucket_of, make_run, padded_config, padding_waste, point_id
+from jaxmem.plan import Bucket, Run, bucket_of, make_run, padded_config, padder, padding_waste, point_id
 from jaxmem.progress import Progress
 from jaxmem.program import Settings
 from jaxmem.reporting import report
@@ -82,6 +82,8 @@ class Sweep:
             stop_threshold=train.early_stop if train.early_stop is not None else math.inf,
         )
         self.stop_signal: int | None = None
+        engine = spec.engine
+        self.pad = padder(engine.pad_ratio, engine.search_pad_ratio, (spec.search.variable,) if spec.search else ())
 
     # -- what is left to run ---------------------------------------------------------------------
     def _runs_for(self, unit: Unit, value: int | None, round_: int) -> list[Run]:
@@ -144,15 +146,18 @@ class Sweep:
 
     # -- buckets -----------------------------------------------------------------------------------
     def bucket_for(self, run: Run) -> Bucket:
-        """The run's bucket. A searched value is padded to at least `engine.search_pad_floor` times the
-        point's initial upper bound: the small early probes share the programs of larger ones instead
-        of each compiling its own (on a CPU a compile costs more than all the small runs together)."""
+        """The run's bucket. The searched variable climbs a finer ladder than the other sizes (its
+        padding dominates the waste, quadratically when M = N), but is padded to at least
+        `engine.search_pad_floor` times the point's initial upper bound: the small early probes share
+        the programs of larger ones instead of each compiling its own (on a CPU one compile costs
+        more than all those small runs together). Measured on the quick MLP grid: 74 s instead of
+        85 s with one ladder of ratio 2 and floor 0.25."""
         config = self.exp.complete(run.config)
         if self.spec.search is not None:
             search = self.spec.search
             floor = math.ceil(self.spec.engine.search_pad_floor * evaluate(search.hi, config))
             config[search.variable] = max(config[search.variable], floor)
-        return bucket_of(self.exp, config, self.spec.engine.pad_ratio)
+        return bucket_of(self.exp, config, self.pad)
 
     def _runner(self, run: Run) -> BucketRunner:
         bucket = self.bucket_for(run)

@@ -8,6 +8,7 @@ learning rates of one probe share the same problem and initialisation.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import hashlib
 import json
@@ -58,31 +59,27 @@ def make_run(point: dict, seed: int, lr: float, variable: str | None, value: int
 
 @lru_cache(maxsize=None)
 def ladder(ratio: float, limit: int = 2**31) -> tuple[int, ...]:
-    """Padded sizes: 1, 2, 3, ... growing by `ratio` (≤ ratio× waste per axis); multiples of 8 from 64."""
-    values, v = [1], 1
+    """Padded sizes ⌈2^(i/k)⌉ with k = round(log 2 / log ratio), multiples of 8 from 64 on: at most
+    about `ratio`× waste per axis, and every power of two is on the ladder (no waste for them)."""
+    k = max(1, round(math.log(2) / math.log(ratio)))
+    values, i, v = set(), 0, 1
     while v < limit:
-        v = max(v + 1, math.ceil(v * ratio))
-        if v >= 64:
-            v = -(-v // 8) * 8
-        values.append(v)
-    return tuple(values)
+        v = math.ceil(2 ** (i / k) - 1e-9)
+        values.add(-(-v // 8) * 8 if v >= 64 else v)
+        i += 1
+    return tuple(sorted(values))
 
 
-def padder(ratio: float):
-    """The function an experiment uses to round a size up to its bucket's padded size."""
-    if ratio <= 1.0:
-        return lambda n: n
-    steps = ladder(ratio)
+def padder(ratio: float, fine_ratio: float | None = None, fine_fields: tuple[str, ...] = ()):
+    """The function `pad(n, field)` an experiment uses to round a size up to its bucket's padded size:
+    the `ratio` ladder, or the finer `fine_ratio` ladder for `fine_fields` (the searched variable)."""
 
-    def pad(n: int) -> int:
-        lo, hi = 0, len(steps) - 1
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if steps[mid] >= n:
-                hi = mid
-            else:
-                lo = mid + 1
-        return steps[lo]
+    def pad(n: int, field: str | None = None) -> int:
+        r = fine_ratio if field in fine_fields and fine_ratio else ratio
+        if r <= 1.0:
+            return n
+        steps = ladder(r)
+        return steps[bisect.bisect_left(steps, n)]
 
     return pad
 
@@ -104,8 +101,9 @@ class Bucket:
         return ", ".join(f"{k}={v}" for k, v in self.shape)
 
 
-def bucket_of(exp: Experiment, config: dict, pad_ratio: float) -> Bucket:
-    return Bucket(exp.name, tuple(sorted(exp.shape(config, padder(pad_ratio)).items())))
+def bucket_of(exp: Experiment, config: dict, pad) -> Bucket:
+    """The bucket of a (complete) config under the padding function `pad` (see `padder`)."""
+    return Bucket(exp.name, tuple(sorted(exp.shape(config, pad).items())))
 
 
 def padded_config(bucket: Bucket, config: dict) -> dict:

@@ -81,8 +81,9 @@ class SearchSpec:
 
 @dataclasses.dataclass(frozen=True)
 class EngineSpec:
-    pad_ratio: float = 2.0  # sizes are padded up a geometric ladder with this ratio
-    search_pad_floor: float = 0.25  # a searched value is padded to at least this × the initial upper bound
+    pad_ratio: float = 2.0  # sizes are padded up a ladder of steps 2^(1/k) ≈ this ratio
+    search_pad_ratio: float = 1.41  # the searched variable's finer ladder (2^(1/2)): its waste dominates
+    search_pad_floor: float = 0.5  # a searched value is padded to at least this × the initial upper bound
     max_slots: int = 0  # runs per program; 0 = chosen from the work per step
     segment_seconds: float = 2.0  # host syncs (and checkpoints) about this often
     record_trajectory: bool = False  # store metrics of in-flight runs at every segment end
@@ -106,9 +107,10 @@ class SweepSpec:
 
     @property
     def fingerprint(self) -> str:
-        """Hash of everything that determines results; an output folder belongs to one fingerprint."""
+        """Hash of everything that determines results (padding included: it changes float rounding);
+        an output folder belongs to one fingerprint."""
         payload = {k: v for k, v in self.resolved.items() if k not in ("description", "report", "engine")}
-        engine = {k: v for k, v in self.resolved.get("engine", {}).items() if k in ("pad_ratio", "search_pad_floor")}
+        engine = {k: getattr(self.engine, k) for k in ("pad_ratio", "search_pad_ratio", "search_pad_floor")}
         blob = json.dumps({"spec": payload, "engine": engine}, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

@@ -20,7 +20,7 @@ def hebbian_accuracy(d: int, n: int, seed: int = 0) -> float:
 
     config = assoc_memory.EXPERIMENT.complete({"model": "linear", "init": "hebbian", "d": d, "N": n})
     run = make_run({k: v for k, v in config.items() if k != "N"}, seed, 1.0, "N", n, 0)
-    shape = assoc_memory.shape(config, lambda size: size)
+    shape = assoc_memory.shape(config, lambda size, *_: size)
     dyn = {**assoc_memory.dynamic(config), "lr": 1.0}
     params, problem = assoc_memory.init(run_key(seed, run.problem_index), shape, dyn)
     return float(jax.device_get(assoc_memory.evaluate(params, problem, shape, dyn)["accuracy"]))

@@ -6,8 +6,8 @@ import pytest
 
 from helpers import run_program
 
-EXACT = lambda n: n  # noqa: E731
-BIG = lambda n: 2 * n + 3  # noqa: E731 - every size padded, by an awkward amount
+EXACT = lambda n, *_: n  # noqa: E731
+BIG = lambda n, *_: 2 * n + 3  # noqa: E731 - every size padded, by an awkward amount
 
 
 @pytest.mark.parametrize(
@@ -38,7 +38,7 @@ def test_slot_position_and_slot_count_do_not_change_a_run():
     """Bitwise, from two slots on (the engine never compiles a program with one slot per device)."""
     run = {"model": "mlp", "d": 8, "m": 16, "N": 50}
     others = [{"model": "mlp", "d": 8, "m": 16, "N": 20}, {"model": "mlp", "d": 7, "m": 9, "N": 45}]
-    pad = lambda n: 64  # noqa: E731
+    pad = lambda n, *_: 64  # noqa: E731
     alone = run_program([run], pad, 2, 256, [3e-2])  # slot 2 vacant
     crowded = run_program(others + [run], pad, 4, 256, [3e-2] * 3)
     for name in alone.params:
@@ -50,7 +50,7 @@ def test_slot_position_and_slot_count_do_not_change_a_run():
 def test_diverging_run_is_frozen_and_never_poisons_its_neighbours():
     # The authors' -log(softmax(.)) overflows at their lr = 1000; at lr = 0.01 it trains normally.
     run = {"model": "linear", "d": 16, "N": 40, "loss_form": "log_of_softmax"}
-    pad = lambda n: 64  # noqa: E731
+    pad = lambda n, *_: 64  # noqa: E731
     alone = run_program([run], pad, 2, 200, [1e-2], stop=2.0)
     mixed = run_program([run, run], pad, 2, 200, [1e-2, 1000.0], stop=2.0)
     assert not bool(alone.diverged[0]) and not bool(mixed.diverged[0])

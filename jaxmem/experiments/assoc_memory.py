@@ -71,10 +71,10 @@ def shape(config, pad) -> dict:
         "init": config["init"],
         "loss_form": config["loss_form"],
         "mlp_bias": config["mlp_bias"] and config["model"] == "mlp",
-        "d": pad(config["d"]),
-        "m": pad(config["m"]) if uses_width else 1,
-        "N": pad(config["N"]),
-        "M": pad(outputs(config)),
+        "d": pad(config["d"], "d"),
+        "m": pad(config["m"], "m") if uses_width else 1,
+        "N": pad(config["N"], "N"),
+        "M": pad(config["M"], "M") if config["M"] else pad(config["N"], "N"),
     }
 
 

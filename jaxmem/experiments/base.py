@@ -50,7 +50,8 @@ class Field:
 class Experiment:
     """A family of runs, as pure functions.
 
-    shape(config, pad) -> static padded sizes (bucket key); `pad(n)` rounds a size up the padding ladder.
+    shape(config, pad) -> static padded sizes (bucket key); `pad(n, field)` rounds the size of `field` up
+        its padding ladder (the searched variable gets a finer one).
     dynamic(config) -> per-run scalars traced inside the program (true sizes, options as numbers).
     init(key, shape, dyn) -> (params, problem): trainable parameters and the fixed problem data.
     loss(params, problem, shape, dyn) -> scalar training loss.
@@ -63,7 +64,7 @@ class Experiment:
     name: str
     doc: str
     fields: Mapping[str, Field]
-    shape: Callable[[Config, Callable[[int], int]], dict]
+    shape: Callable[[Config, Callable[[int, str], int]], dict]
     dynamic: Callable[[Config], dict]
     init: Callable[[jax.Array, Shape, Dyn], tuple[Any, Any]]
     loss: Callable[[Any, Any, Shape, Dyn], jax.Array]
