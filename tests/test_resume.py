@@ -62,13 +62,19 @@ def test_kill_9_then_resume_gives_identical_results(tmp_path, uninterrupted):
     assert_same(out, uninterrupted)
 
 
-def test_sigterm_saves_exits_distinctly_and_resumes(tmp_path, uninterrupted):
-    out = tmp_path / "terminated"
+def terminate_midway(out) -> tuple[int, str]:
+    """Start the tiny sweep, SIGTERM it once 8 runs are stored; return its exit code and output."""
     process = jaxmem_cli("run", TINY_SPEC, "--out", out, "--quiet")
     wait_for_runs(out, 8, process)
     process.send_signal(signal.SIGTERM)
     output, _ = process.communicate(timeout=120)
-    assert process.returncode == EXIT_TERMINATED, output
+    return process.returncode, output
+
+
+def test_sigterm_saves_exits_distinctly_and_resumes(tmp_path, uninterrupted):
+    out = tmp_path / "terminated"
+    code, output = terminate_midway(out)
+    assert code == EXIT_TERMINATED, output
     assert "rerun the same command to resume" in output
     assert any((out / "checkpoints").iterdir()), "no in-flight checkpoint was left"
     stored = len(jaxmem.load_results(out))
@@ -80,10 +86,7 @@ def test_sigterm_saves_exits_distinctly_and_resumes(tmp_path, uninterrupted):
 
 def test_corrupted_checkpoint_is_detected_and_the_chunk_recomputed(tmp_path, uninterrupted):
     out = tmp_path / "corrupted"
-    process = jaxmem_cli("run", TINY_SPEC, "--out", out, "--quiet")
-    wait_for_runs(out, 8, process)
-    process.send_signal(signal.SIGTERM)
-    process.communicate(timeout=120)
+    assert terminate_midway(out)[0] == EXIT_TERMINATED
     damaged = 0
     for step_dir in (out / "checkpoints").glob("*/*"):
         for file in step_dir.rglob("*"):

@@ -11,22 +11,10 @@ import numpy as np
 import pandas as pd
 
 from jaxmem.expr import evaluate
+from jaxmem.store import SEARCH_COLUMNS
 
-FIXED_COLUMNS = (
-    "unit",
-    "point",
-    "seed",
-    "variable",
-    "capacity",
-    "first_failure",
-    "censored",
-    "rounds",
-    "probes",
-    "non_monotone",
-    "params",
-    "bits",
-    "status",
-)
+# Every column of the searches table except the grid point's own fields (spread from `config`).
+FIXED_COLUMNS = tuple(c for c in SEARCH_COLUMNS if c != "config")
 
 
 def config_columns(searches: pd.DataFrame) -> list[str]:
