@@ -8,6 +8,7 @@ finished runs are stored and the slots checkpointed.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -226,6 +227,8 @@ class Sweep:
                     )
         for runner in self.runners.values():
             runner.close(remove_checkpoints=True)
+        with contextlib.suppress(OSError):  # removed only when empty
+            (self.out_dir / "checkpoints").rmdir()
 
     def _success(self, f: Finished) -> bool:
         return f.best >= self.success_threshold
