@@ -21,6 +21,7 @@ from jaxmem.experiments.base import Experiment
 
 
 class RunState(NamedTuple):
+    key: jax.Array  # the run's key; step t's batch key is fold_in(fold_in(key, BATCH_STREAM), t)
     params: Any
     opt_state: Any
     problem: Any
@@ -57,6 +58,9 @@ def _all_finite(tree) -> jax.Array:
     return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
 
 
+BATCH_STREAM = 0x5EED  # keeps per-step batch keys apart from the keys `init` derives
+
+
 def run_key(seed: jax.Array, problem_index: jax.Array) -> jax.Array:
     """The run's key: fold_in(PRNGKey(seed), problem index); independent of slot, chunk and device."""
     return jax.random.fold_in(jax.random.PRNGKey(seed), problem_index)
@@ -82,9 +86,11 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
         return state._replace(best=best, hit_step=hit_step, done=done, last=metrics)
 
     def init_one(seed, problem_index, dyn) -> RunState:
-        params, problem = exp.init(run_key(seed, problem_index), shape, dyn)
+        key = run_key(seed, problem_index)
+        params, problem = exp.init(key, shape, dyn)
         metrics = evaluate(params, problem, dyn)
         fresh = RunState(
+            key=key,
             params=params,
             opt_state=exp.optimizer(dyn).init(params),
             problem=problem,
@@ -99,7 +105,8 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
 
     def train_step(state: RunState, dyn) -> RunState:
         opt = exp.optimizer(dyn)
-        loss, grads = jax.value_and_grad(exp.loss)(state.params, state.problem, shape, dyn)
+        batch_key = jax.random.fold_in(jax.random.fold_in(state.key, BATCH_STREAM), state.step)
+        loss, grads = jax.value_and_grad(exp.loss)(state.params, state.problem, shape, dyn, batch_key)
         updates, opt_state = opt.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         finite = jnp.isfinite(loss) & _all_finite(params)

@@ -142,8 +142,9 @@ def _target_nll(z, y, loss_form):
     return -jnp.take_along_axis(jax.nn.log_softmax(z, axis=-1), y[:, None], axis=1)[:, 0]
 
 
-def loss(params, problem, shape, dyn) -> jax.Array:
-    """Softmax cross-entropy over the M outputs, mean over the N inputs (full batch, §3.2)."""
+def loss(params, problem, shape, dyn, key=None) -> jax.Array:
+    """Softmax cross-entropy over the M outputs, mean over the N inputs (full batch, §3.2: no
+    sampling, so the step key is not used)."""
     nll = _target_nll(logits(params, problem, shape, dyn), targets(shape, dyn), shape["loss_form"])
     rows = jr.active_mask(shape["N"], dyn["N"])
     return jnp.sum(jnp.where(rows, nll, 0.0)) / dyn["N"]

@@ -54,7 +54,8 @@ class Experiment:
         its padding ladder (the searched variable gets a finer one).
     dynamic(config) -> per-run scalars traced inside the program (true sizes, options as numbers).
     init(key, shape, dyn) -> (params, problem): trainable parameters and the fixed problem data.
-    loss(params, problem, shape, dyn) -> scalar training loss.
+    loss(params, problem, shape, dyn, key) -> scalar training loss; `key` is this step's own key, for
+        tasks that sample a fresh batch inside the compiled step (full-batch losses ignore it).
     evaluate(params, problem, shape, dyn) -> dict of scalar metrics.
     optimizer(dyn) -> optax transformation; dyn["lr"] is the run's learning rate.
     check(config) -> list of problems that make the config impossible (skipped with a message).
@@ -67,7 +68,7 @@ class Experiment:
     shape: Callable[[Config, Callable[[int, str], int]], dict]
     dynamic: Callable[[Config], dict]
     init: Callable[[jax.Array, Shape, Dyn], tuple[Any, Any]]
-    loss: Callable[[Any, Any, Shape, Dyn], jax.Array]
+    loss: Callable[[Any, Any, Shape, Dyn, jax.Array], jax.Array]
     evaluate: Callable[[Any, Any, Shape, Dyn], dict]
     optimizer: Callable[[Dyn], optax.GradientTransformation]
     check: Callable[[Config], list[str]]
