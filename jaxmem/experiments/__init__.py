@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from jaxmem.experiments.base import Experiment, Field
 from jaxmem.experiments import assoc_memory
+from jaxmem.experiments import factual_recall
 
-EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (assoc_memory.EXPERIMENT,)}
+EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (assoc_memory.EXPERIMENT, factual_recall.EXPERIMENT)}
 
 
 def get(name: str) -> Experiment:
