@@ -20,14 +20,30 @@ EXP = assoc_memory.EXPERIMENT
 RESULT_COLUMNS = ["max_metric", "final_metric", "final_loss", "steps_run", "steps_to_threshold", "success", "diverged"]
 
 
-def run_program(configs: list[dict], pad, slots: int, steps: int, lrs: list[float], seeds=None, stop=0.99):
-    """Train `configs` in one bucket program (sizes padded by `pad`) for up to `steps` steps; return the state."""
-    configs = [EXP.complete(c) for c in configs]
-    shapes = [EXP.shape(c, pad) for c in configs]
+def bucket_shape(configs: list[dict], pad, exp=EXP) -> tuple[list[dict], dict]:
+    """Complete `configs` and the static shape of one bucket holding them all (sizes padded by `pad`)."""
+    configs = [exp.complete(c) for c in configs]
+    shapes = [exp.shape(c, pad) for c in configs]
     shape = {k: max(s[k] for s in shapes) if type(shapes[0][k]) is int else shapes[0][k] for k in shapes[0]}
-    segment, init_all = make_segment(EXP, shape, Settings(steps, 8, "accuracy", 0.99, stop))
+    return configs, shape
+
+
+def run_program(
+    configs: list[dict],
+    pad,
+    slots: int,
+    steps: int,
+    lrs: list[float],
+    seeds=None,
+    stop=0.99,
+    exp=EXP,
+    eval_every: int = 8,
+):
+    """Train `configs` in one bucket program (sizes padded by `pad`) for up to `steps` steps; return the state."""
+    configs, shape = bucket_shape(configs, pad, exp)
+    segment, init_all = make_segment(exp, shape, Settings(steps, eval_every, "accuracy", 0.99, stop))
     fill = slots - len(configs)
-    dyn = dyn_arrays([EXP.dynamic(c) for c in configs] + [EXP.dynamic(configs[0])] * fill, lrs + [lrs[0]] * fill)
+    dyn = dyn_arrays([exp.dynamic(c) for c in configs] + [exp.dynamic(configs[0])] * fill, lrs + [lrs[0]] * fill)
     seeds = np.asarray(list(seeds or [0] * len(configs)) + [0] * fill, np.int32)
     problem_index = np.full(slots, 5, np.int32)
     blank = jax.eval_shape(init_all, seeds, problem_index, dyn)
@@ -37,6 +53,19 @@ def run_program(configs: list[dict], pad, slots: int, steps: int, lrs: list[floa
         state, dyn, seeds, problem_index, np.ones(slots, bool), vacant, np.int32(10**6), np.int32(slots + 1)
     )
     return state
+
+
+def assert_padded_matches(small, big, metrics: tuple[str, ...], steps: int) -> None:
+    """Slot 0 of `big` (padded) equals slot 0 of `small` on the shared block, and is zero outside it."""
+    for name, leaf in small.params.items():
+        padded = big.params[name][0]
+        block = tuple(slice(0, n) for n in leaf[0].shape)
+        np.testing.assert_allclose(padded[block], leaf[0], atol=2e-5, rtol=1e-4, err_msg=name)
+        outside = jnp.ones(padded.shape, bool).at[block].set(False)
+        assert float(jnp.max(jnp.abs(jnp.where(outside, padded, 0.0)))) == 0.0, f"{name}: padding left non-zero"
+    for metric in metrics:
+        np.testing.assert_allclose(big.last[metric][0], small.last[metric][0], atol=1e-5, err_msg=metric)
+    assert int(big.step[0]) == int(small.step[0]) == steps
 
 
 def jaxmem_cli(*args, env_extra=None, **kwargs) -> subprocess.Popen:

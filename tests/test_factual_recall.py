@@ -6,36 +6,12 @@ import numpy as np
 import pytest
 
 from jaxmem.experiments import factual_recall as fr
-from jaxmem.program import Settings, dyn_arrays, make_segment
+from helpers import assert_padded_matches, bucket_shape, run_program
 
 EXP = fr.EXPERIMENT
 EXACT = lambda n, *_: n  # noqa: E731
 BIG = lambda n, *_: 2 * n + 3  # noqa: E731 - every size padded, by an awkward amount
 SMALL = {"S": 5, "R": 3, "D": 3, "d": 12, "H": 2, "d_h": 4, "m": 10, "T": 8, "batch": 64, "test_size": 64}
-
-
-def bucket(configs, pad):
-    configs = [EXP.complete(c) for c in configs]
-    shapes = [EXP.shape(c, pad) for c in configs]
-    shape = {k: max(s[k] for s in shapes) if type(shapes[0][k]) is int else shapes[0][k] for k in shapes[0]}
-    return configs, shape
-
-
-def run_program(configs, pad, steps, lr=1e-2, slots=2):
-    """Train `configs` in one bucket program (sizes padded by `pad`); return the final state."""
-    configs, shape = bucket(configs, pad)
-    segment, init_all = make_segment(EXP, shape, Settings(steps, 4, "accuracy", 0.99, 2.0))
-    fill = slots - len(configs)
-    dyn = dyn_arrays([EXP.dynamic(c) for c in configs] + [EXP.dynamic(configs[0])] * fill, [lr] * slots)
-    seeds = np.zeros(slots, np.int32)
-    problem_index = np.full(slots, 5, np.int32)
-    blank = jax.eval_shape(init_all, seeds, problem_index, dyn)
-    state = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), blank)
-    vacant = np.arange(slots) >= len(configs)
-    state, _ = jax.jit(segment)(
-        state, dyn, seeds, problem_index, np.ones(slots, bool), vacant, np.int32(10**6), np.int32(slots + 1)
-    )
-    return state
 
 
 def init(key, shape, dyn):
@@ -44,7 +20,7 @@ def init(key, shape, dyn):
 
 def one(config, pad):
     """(shape, dyn) of a single run as jnp values, for calling the experiment functions directly."""
-    configs, shape = bucket([config], pad)
+    configs, shape = bucket_shape([config], pad, EXP)
     return shape, {k: jnp.asarray(v) for k, v in EXP.dynamic(configs[0]).items()}
 
 
@@ -54,17 +30,9 @@ def one(config, pad):
 )
 def test_padded_run_equals_unpadded_run(config):
     steps = 20
-    small = run_program([config], EXACT, steps)
-    big = run_program([config], BIG, steps)
-    for name, leaf in small.params.items():
-        padded = big.params[name][0]
-        block = tuple(slice(0, n) for n in leaf[0].shape)
-        np.testing.assert_allclose(padded[block], leaf[0], atol=2e-5, rtol=1e-4, err_msg=name)
-        outside = jnp.ones(padded.shape, bool).at[block].set(False)
-        assert float(jnp.max(jnp.abs(jnp.where(outside, padded, 0.0)))) == 0.0, f"{name}: padding left non-zero"
-    for metric in ("loss", "accuracy", "exact_accuracy"):
-        np.testing.assert_allclose(big.last[metric][0], small.last[metric][0], atol=1e-5, err_msg=metric)
-    assert int(big.step[0]) == int(small.step[0]) == steps
+    small = run_program([config], EXACT, 2, steps, [1e-2], stop=2.0, exp=EXP, eval_every=4)
+    big = run_program([config], BIG, 2, steps, [1e-2], stop=2.0, exp=EXP, eval_every=4)
+    assert_padded_matches(small, big, ("loss", "accuracy", "exact_accuracy"), steps)
 
 
 def test_sampler_layout_and_active_tokens():
