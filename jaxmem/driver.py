@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import logging
 import math
 import signal
 import time
@@ -25,14 +24,12 @@ from jaxmem.executor import BucketRunner, Finished, slots_per_device
 from jaxmem.experiments import get as get_experiment
 from jaxmem.expr import evaluate
 from jaxmem.lock import OutputLock
-from jaxmem.plan import Bucket, Run, bucket_of, make_run, padded_config, padder, padding_waste, point_id
+from jaxmem.plan import Bucket, Run, bucket_of, make_run, padded_config, padder, point_id
 from jaxmem.progress import Progress
 from jaxmem.program import Settings
 from jaxmem.reporting import report
 from jaxmem.spec import SweepSpec
 from jaxmem.store import Store, StoreError
-
-log = logging.getLogger("jaxmem")
 
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -267,24 +264,6 @@ class Sweep:
             for runner in self.runners.values():
                 runner.close()
             raise Interrupted(self.stop_signal)
-
-    def bucket_report(self) -> list[dict]:
-        """Buckets in use with slots, compile seconds and padding waste (for status and dry runs)."""
-        rows = []
-        for runner in self.runners.values():
-            configs = [self.exp.complete(r.config) for r in runner.slots if r] or [
-                self.exp.complete(runner.template.config)
-            ]
-            rows.append(
-                {
-                    "bucket": runner.bucket.id,
-                    "shape": runner.bucket.label(),
-                    "slots": runner.n_slots,
-                    "compile_s": round(runner.compile_seconds, 2),
-                    "padding_waste": round(padding_waste(self.exp, runner.bucket, configs), 3),
-                }
-            )
-        return rows
 
 
 def _describe(run: Run) -> str:

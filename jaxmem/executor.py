@@ -78,7 +78,6 @@ class BucketRunner:
         mesh = Mesh(np.array(devices), ("runs",))
         self.shard = NamedSharding(mesh, P("runs"))
         self.replicated = NamedSharding(mesh, P())
-        self.template = template
         self.dyn = dyn_arrays([exp.dynamic(template.config)] * slots, [template.lr] * slots)
         self.seeds = np.full(slots, template.seed, np.int32)
         self.problem_index = np.full(slots, template.problem_index, np.int32)
