@@ -10,16 +10,18 @@ import pandas as pd
 from jaxmem.experiments import get as get_experiment
 from jaxmem.plan import Bucket, padding_waste
 from jaxmem.report import write_report
+from jaxmem.report.final_metrics import expand_final_metrics
 from jaxmem.store import expand_config, load_results
 
 
 def report(out_dir: str | Path) -> Path:
-    """Write runs.csv, capacity.csv, capacity.png and report.md into `out_dir`; return report.md's path."""
+    """Write runs.csv (final_metrics spread into final_<name> columns), report.md and the files of
+    jaxmem.report.write_report (capacity.* or heatmap.*) into `out_dir`; return report.md's path."""
     out_dir = Path(out_dir)
     meta = load_results(out_dir, "meta").set_index("key")["value"].to_dict()
     spec = json.loads(meta.get("resolved_spec", "{}"))
     raw_runs = load_results(out_dir, "runs", expand=False)
-    runs = expand_config(raw_runs)
+    runs = expand_final_metrics(expand_config(raw_runs))
     runs.to_csv(out_dir / "runs.csv", index=False)
     searches = load_results(out_dir, "searches")
     compiles = load_results(out_dir, "compiles")
@@ -27,7 +29,7 @@ def report(out_dir: str | Path) -> Path:
     meta_view["wall_time_s"] = float(meta.get("elapsed_s", 0.0))
     meta_view["compiles"] = len(compiles)
     meta_view["compile_time_s"] = round(float(compiles["seconds"].sum()), 2) if len(compiles) else 0.0
-    paths = write_report(out_dir, spec.get("report", {}), searches, runs, meta_view)
+    paths = write_report(out_dir, spec.get("report", {}), searches, runs, meta_view, spec.get("train", {}))
     report_path = next(p for p in paths if p.name == "report.md")
     report_path.write_text(report_path.read_text().rstrip() + "\n\n" + buckets_section(meta, raw_runs, compiles))
     return report_path

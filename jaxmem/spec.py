@@ -12,7 +12,7 @@ Layout (every section but `experiment` optional; see sweeps/ for complete exampl
     [train]    steps, eval_every, metric, early_stop, learning_rates (a list = best over them, in parallel)
     [search]   variable, lo, hi (expressions), threshold, resolution, probes, mode ("verified"|"paper")
     [engine]   pad_ratio, max_slots, segment_seconds, record_trajectory
-    [report]   free-form options for the report (title, fit, guide, group_by, expect_slope, ...)
+    [report]   free-form options (title, fit, guide, group_by, expect_slope, ...; heatmap: jaxmem.report.heatmap)
     [presets.quick] / [presets.paper]       # same layout, deep-merged over the base
 
 Every problem is reported with the dotted path of the field that causes it.

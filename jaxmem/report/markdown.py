@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -172,8 +173,9 @@ def render_report(
     meta: dict,
     summary: dict,
     plot_name: str | None,
+    extra_sections: Sequence[str] = (),
 ) -> str:
-    """The full report.md text; capacity sections only when there are searches."""
+    """The full report.md text; capacity sections only when there are searches, then `extra_sections`."""
     sections = [f"# {report_spec.get('title', 'Capacity report')}", meta_section(meta)]
     if not searches.empty:
         sections += [
@@ -181,6 +183,7 @@ def render_report(
             slope_section(summary),
             bits_section(summary),
         ]
+    sections += [s for s in extra_sections if s]
     sections.append(runs_section(runs))
     if plot_name is not None:
         sections.append(f"## Plot\n\n![capacity]({plot_name})")

@@ -1,0 +1,101 @@
+"""heatmap.png: the metric over the (x, y) cells in data units, with the measured success boundary
+and the report's overlay lines (e.g. a paper's hand-drawn boundary)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib import patheffects  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from jaxmem.report.analysis import format_number  # noqa: E402
+from jaxmem.report.heatmap import HeatmapSpec  # noqa: E402
+
+ANNOTATE_MAX = 20
+
+
+def cell_edges(values) -> np.ndarray:
+    """Edges around sorted distinct centres: midpoints inside, half a gap beyond each end (not below 0
+    when every centre is ≥ 0)."""
+    v = np.unique(np.asarray(values, dtype=float))
+    if v.size == 1:
+        half = abs(v[0]) / 2 or 0.5
+        edges = np.array([v[0] - half, v[0] + half])
+    else:
+        mids = (v[1:] + v[:-1]) / 2
+        edges = np.concatenate([[v[0] - (mids[0] - v[0])], mids, [v[-1] + (v[-1] - mids[-1])]])
+    if v[0] >= 0:
+        edges[0] = max(edges[0], 0.0)
+    return edges
+
+
+def boundary_path(boundary: list[dict], xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A staircase along the lower edge of each column's boundary cell; gaps where a column has none."""
+    x_edges, y_edges = cell_edges(xs), cell_edges(ys)
+    px, py = [], []
+    for row in boundary:
+        i = int(np.searchsorted(xs, row["x"]))
+        if row["y"] is None:
+            px.append(np.nan)
+            py.append(np.nan)
+            continue
+        lower = y_edges[int(np.searchsorted(ys, row["y"]))]
+        px += [x_edges[i], x_edges[i + 1]]
+        py += [lower, lower]
+    return np.array(px), np.array(py)
+
+
+def value_grid(cells: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(xs, ys, grid[y, x]) of `column`, NaN where the grid has no cell."""
+    grid = cells.pivot(index="y", columns="x", values=column).sort_index().sort_index(axis=1)
+    return grid.columns.to_numpy(float), grid.index.to_numpy(float), grid.to_numpy(float)
+
+
+def plot_heatmap(
+    path: Path, spec: HeatmapSpec, cells: pd.DataFrame, boundary: list[dict], title: str, label: str
+) -> Path:
+    """Write the heatmap of `spec.metric` (named `label`) to `path` and return it."""
+    xs, ys, grid = value_grid(cells, spec.metric)
+    fig, ax = plt.subplots(figsize=(8, 6))
+    mesh = ax.pcolormesh(
+        cell_edges(xs), cell_edges(ys), np.ma.masked_invalid(grid), cmap="viridis", vmin=spec.vmin, vmax=spec.vmax
+    )
+    fig.colorbar(mesh, ax=ax, label=label)
+    annotate = spec.annotate if spec.annotate is not None else (len(xs) <= ANNOTATE_MAX and len(ys) <= ANNOTATE_MAX)
+    if annotate:
+        lo, hi = mesh.get_clim()
+        for j, y in enumerate(ys):
+            for i, x in enumerate(xs):
+                if np.isfinite(grid[j, i]):
+                    light = (grid[j, i] - lo) < 0.5 * (hi - lo) if hi > lo else True
+                    text = f"{grid[j, i]:.2f}"
+                    ax.text(x, y, text, ha="center", va="center", fontsize=7, color="white" if light else "black")
+    found = any(r["y"] is not None for r in boundary)
+    if found:
+        bx, by = boundary_path(boundary, xs, ys)
+        sign = "≥" if spec.better == "max" else "≤"
+        ax.plot(
+            bx,
+            by,
+            "--",
+            color="white",
+            lw=2,
+            path_effects=[patheffects.withStroke(linewidth=3.5, foreground="black")],
+            label=f"measured: {label} {sign} {format_number(spec.threshold)} above",
+        )
+    for line in spec.lines:
+        ax.plot(line.x, line.y, line.style, color=line.color, lw=2, label=line.label)
+    ax.set_xlabel(spec.x_label)
+    ax.set_ylabel(spec.y_label)
+    ax.set_title(title)
+    if found or spec.lines:
+        ax.legend(fontsize="small", loc="upper right", framealpha=0.8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
