@@ -82,6 +82,7 @@ class Sweep:
         self.stop_signal: int | None = None
         engine = spec.engine
         self.pad = padder(engine.pad_ratio, engine.search_pad_ratio, (spec.search.variable,) if spec.search else ())
+        self.size_floors = {name: max(self.exp.complete(p)[name] for p in spec.points) for name in engine.pad_to_max}
 
     # -- what is left to run ---------------------------------------------------------------------
     def _runs_for(self, unit: Unit, value: int | None, round_: int) -> list[Run]:
@@ -149,8 +150,10 @@ class Sweep:
         `engine.search_pad_floor` times the point's initial upper bound: the small early probes share
         the programs of larger ones instead of each compiling its own (on a CPU one compile costs
         more than all those small runs together). Measured on the quick MLP grid: 74 s instead of
-        85 s with one ladder of ratio 2 and floor 0.25."""
+        85 s with one ladder of ratio 2 and floor 0.25. The sizes named in `engine.pad_to_max` are
+        padded to their largest value in the sweep, so points differing only in them share a program."""
         config = self.exp.complete(run.config)
+        config.update((name, max(config[name], floor)) for name, floor in self.size_floors.items())
         if self.spec.search is not None:
             search = self.spec.search
             floor = math.ceil(self.spec.engine.search_pad_floor * evaluate(search.hi, config))
@@ -251,6 +254,7 @@ class Sweep:
             "wall_time_s": f.wall,
             "device": runner.device,
             "finished_at": time.time(),
+            "final_metrics": f.final,
         }
 
     def request_stop(self, signum, _frame=None) -> None:

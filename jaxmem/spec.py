@@ -2,6 +2,7 @@
 
 Layout (every section but `experiment` optional; see sweeps/ for complete examples):
 
+    extends = "base.toml"                   # optional: deep-merge this file over another spec file
     experiment = "assoc_memory"
     description = "..."
     seeds = [0, 1, 2]                       # or a count: seeds = 3
@@ -11,7 +12,8 @@ Layout (every section but `experiment` optional; see sweeps/ for complete exampl
     [derived]  m = "m_over_d * d"           # expressions over grid/fixed names
     [train]    steps, eval_every, metric, early_stop, learning_rates (a list = best over them, in parallel)
     [search]   variable, lo, hi (expressions), threshold, resolution, probes, mode ("verified"|"paper")
-    [engine]   pad_ratio, max_slots, segment_seconds, record_trajectory
+    [engine]   pad_ratio, search_pad_ratio, search_pad_floor, pad_to_max, max_slots, segment_seconds,
+               record_trajectory
     [report]   free-form options (title, fit, guide, group_by, expect_slope, ...; heatmap: jaxmem.report.heatmap)
     [presets.quick] / [presets.paper]       # same layout, deep-merged over the base
 
@@ -87,6 +89,7 @@ class EngineSpec:
     max_slots: int = 0  # runs per program; 0 = chosen from the work per step
     segment_seconds: float = 2.0  # host syncs (and checkpoints) about this often
     record_trajectory: bool = False  # store metrics of in-flight runs at every segment end
+    pad_to_max: tuple[str, ...] = ()  # sizes padded to their largest value in the sweep: one program for all
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,7 +113,9 @@ class SweepSpec:
         """Hash of everything that determines results (padding included: it changes float rounding);
         an output folder belongs to one fingerprint."""
         payload = {k: v for k, v in self.resolved.items() if k not in ("description", "report", "engine")}
-        engine = {k: getattr(self.engine, k) for k in ("pad_ratio", "search_pad_ratio", "search_pad_floor")}
+        engine = {
+            k: getattr(self.engine, k) for k in ("pad_ratio", "search_pad_ratio", "search_pad_floor", "pad_to_max")
+        }
         blob = json.dumps({"spec": payload, "engine": engine}, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -118,13 +123,27 @@ class SweepSpec:
 def load(path: str | Path, preset: str | None = None) -> SweepSpec:
     """Read, merge the preset into, and validate a TOML sweep spec."""
     path = Path(path)
+    return parse(read_toml(path), name=path.stem, preset=preset, source=str(path))
+
+
+def read_toml(path: Path, seen: tuple[Path, ...] = ()) -> dict:
+    """A spec file as data, with `extends = "other.toml"` (a path relative to the file) resolved: the
+    file's tables are deep-merged over the other's, so variants of a sweep restate only what differs."""
     if not path.is_file():
         raise SpecError(str(path), [f"no such file: {path}"])
     try:
         raw = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as err:
         raise SpecError(str(path), [f"malformed TOML: {err}"]) from None
-    return parse(raw, name=path.stem, preset=preset, source=str(path))
+    parent = raw.pop("extends", None)
+    if parent is None:
+        return raw
+    if not isinstance(parent, str):
+        raise SpecError(str(path), [f"extends: must be a file name, got {parent!r}"])
+    base = (path.parent / parent).resolve()
+    if base in seen or base == path.resolve():
+        raise SpecError(str(path), [f"extends: {parent!r} extends itself (cycle through {base})"])
+    return _deep_merge(read_toml(base, seen + (path.resolve(),)), raw)
 
 
 def parse(raw: dict, name: str, preset: str | None = None, source: str = "<spec>") -> SweepSpec:
@@ -145,7 +164,7 @@ def parse(raw: dict, name: str, preset: str | None = None, source: str = "<spec>
     if train:
         _check_train(train, bad_train, exp, problems)
     if engine:
-        _check_engine(engine, bad_engine, problems)
+        _check_engine(engine, bad_engine, exp, search, problems)
     points, axes, skipped = ([], (), [])
     if exp is not None:
         points, axes, skipped = _points(merged, exp, search, problems)
@@ -269,6 +288,9 @@ def _coerce(value, annotation: str):
         return float(value) if number else (None if value is False else _BAD)
     if annotation == "str | int":
         return value if isinstance(value, str) or number else _BAD
+    if annotation == "tuple[str, ...]":
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        return tuple(value) if ok else _BAD
     if annotation == "tuple[float, ...]":
         values = value if isinstance(value, list) else [value]
         ok = values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
@@ -291,7 +313,7 @@ def _check_train(train: TrainSpec, bad: set, exp: Experiment | None, problems):
         )
 
 
-def _check_engine(engine: EngineSpec, bad: set, problems):
+def _check_engine(engine: EngineSpec, bad: set, exp: Experiment | None, search: SearchSpec | None, problems):
     checks = [
         ("pad_ratio", engine.pad_ratio >= 1.0, ">= 1"),
         ("search_pad_floor", 0 <= engine.search_pad_floor <= 1, "in [0, 1]"),
@@ -303,6 +325,18 @@ def _check_engine(engine: EngineSpec, bad: set, problems):
         for name, ok, rule in checks
         if name not in bad and not ok
     ]
+    if exp is not None and "pad_to_max" not in bad:
+        ints = [n for n, f in exp.fields.items() if f.type is int]
+        problems += [
+            f"engine.pad_to_max: {n!r} is not an integer field of {exp.name}{_suggest(n, ints)}"
+            for n in engine.pad_to_max
+            if n not in ints
+        ]
+        if search is not None and search.variable in engine.pad_to_max:
+            problems.append(
+                f"engine.pad_to_max: the searched {search.variable!r} cannot be padded to a maximum "
+                "(use engine.search_pad_floor = 1.0)"
+            )
 
 
 def _search(table, exp: Experiment | None, problems) -> SearchSpec | None:

@@ -23,7 +23,8 @@ CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY, point TEXT NOT NULL, seed INTEGER NOT NULL, lr REAL NOT NULL,
     value INTEGER, round INTEGER, config TEXT NOT NULL, bucket TEXT NOT NULL,
     max_metric REAL, final_metric REAL, final_loss REAL, steps_run INTEGER, steps_to_threshold INTEGER,
-    diverged INTEGER NOT NULL, success INTEGER NOT NULL, wall_time_s REAL, device TEXT, finished_at REAL);
+    diverged INTEGER NOT NULL, success INTEGER NOT NULL, wall_time_s REAL, device TEXT, finished_at REAL,
+    final_metrics TEXT);
 CREATE TABLE IF NOT EXISTS searches (
     unit TEXT PRIMARY KEY, point TEXT NOT NULL, seed INTEGER NOT NULL, config TEXT NOT NULL,
     variable TEXT NOT NULL, capacity REAL, first_failure REAL, censored TEXT NOT NULL, rounds INTEGER,
@@ -53,6 +54,7 @@ RUN_COLUMNS = (
     "wall_time_s",
     "device",
     "finished_at",
+    "final_metrics",  # JSON: every metric of the experiment at the run's last evaluation
 )
 SEARCH_COLUMNS = (
     "unit",
@@ -84,8 +86,16 @@ class Store:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
             self.db.executescript(_SCHEMA)
+            self._migrate()
         except sqlite3.DatabaseError as err:
             raise StoreError(f"results file {self.path} is unreadable ({err}); move it away to start over") from None
+
+    def _migrate(self) -> None:
+        """Add the columns newer versions write to a store made by an older one."""
+        have = {row[1] for row in self.db.execute("PRAGMA table_info(runs)")}
+        with self.db:
+            for column in (c for c in RUN_COLUMNS if c not in have):
+                self.db.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
 
     def close(self) -> None:
         self.db.close()

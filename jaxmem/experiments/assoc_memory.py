@@ -96,9 +96,8 @@ def _lecun(unit_normal, fan_in_active, rows, cols):
 def init(key, shape, dyn):
     d, m, n, mo = shape["d"], shape["m"], shape["N"], shape["M"]
     w_shapes = {"linear": [(d, d)], "lowrank": [(d, m), (d, m)], "mlp": [(d, m), (m, d)]}[shape["model"]]
-    gauss = jr.normal_matrices(
-        key, [(n, d), (mo, d)] + w_shapes, truncated=[False, False, True, shape["model"] == "mlp"]
-    )
+    truncated = [False, False, True, shape["model"] == "mlp"][: 2 + len(w_shapes)]
+    gauss = jr.normal_matrices(key, [(n, d), (mo, d)] + w_shapes, truncated=truncated)
     problem = {"E": jr.sphere_rows(gauss[0], dyn["N"], dyn["d"]), "U": jr.sphere_rows(gauss[1], dyn["M"], dyn["d"])}
     hebbian = problem["U"][targets(shape, dyn)].T @ problem["E"]  # Σ_x u_{f(x)} e_xᵀ; padded rows of E are 0
     if shape["model"] == "linear":

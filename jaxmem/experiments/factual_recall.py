@@ -7,6 +7,8 @@ i.i.d. uniform noise elsewhere and EOS at T−1. The target is fact_dict[s, r], 
 replacement from the block {D·r, …, D·r + D − 1} of the RD answers (`distinct_answers`: a per-relation
 random permutation instead, so the S subjects get distinct answers; needs S ≤ D). p(s, r) is uniform.
 Every step samples a fresh batch from its own key inside the compiled step (spec §10 item 21).
+With `scaling` set, one number `size` (which a threshold search can climb) sets S, R and D like the
+authors' `binary_sweep`: linear S = R = size, square S = size and R = ⌊√size⌋, distinct S = R = D = size.
 
 Model (authors' `model.py::TF_one_layer`, spec §2.4 "code version"): frozen embeddings wte (vocab × d)
 and a separate frozen answer unembedding (RD × d), both N(0, 1/d) (`embeddings = "sphere"`: uniform on
@@ -23,6 +25,8 @@ start at 0 and get zero gradient, padded answers get logit −inf, so a padded r
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import optax
@@ -30,10 +34,23 @@ import optax
 from jaxmem import random as jr
 from jaxmem.experiments.base import Experiment, Field, bits
 
+SCALINGS = {  # size -> (S, R, D or None = the D field); the authors' `binary_sweep` scalings (spec §3.2)
+    "linear": lambda size, D: (size, size, D),  # S = R = size: Fig 4, Fig 7
+    "square": lambda size, D: (size, math.isqrt(size), D),  # S = size, R = ⌊√size⌋: Fig 9 (S = R²)
+    "distinct": lambda size, D: (size, size, size),  # S = R = D = size: Fig 8
+}
+
 FIELDS = {
-    "S": Field(int, "number of subjects", minimum=None),
-    "R": Field(int, "number of relations", minimum=None),
+    "S": Field(int, "number of subjects (0: set by `scaling` from `size`)", default=0, minimum=0),
+    "R": Field(int, "number of relations (0: set by `scaling` from `size`)", default=0, minimum=0),
     "D": Field(int, "answers per relation block (|A| = R·D)", default=8, minimum=None),
+    "scaling": Field(
+        str,
+        "none: S, R, D as given; linear: S = R = size; square: S = size, R = ⌊√size⌋; distinct: S = R = D = size",
+        default="none",
+        choices=("none", *SCALINGS),
+    ),
+    "size": Field(int, "the one number a `scaling` grows the task by (searchable)", default=0, minimum=0),
     "noise": Field(int, "number of noise tokens |N|; 0 means |N| = S + R (paper §4.4)", default=0, minimum=0),
     "T": Field(int, "sequence length, EOS included (App. A.3: 32)", default=32, minimum=None),
     "d": Field(int, "embedding dimension", minimum=None),
@@ -59,13 +76,32 @@ FIELDS = {
 }
 
 
+def task_sizes(config) -> dict:
+    """The config with S, R, D set from `size` by its `scaling` (unchanged for scaling = "none")."""
+    if config["scaling"] == "none":
+        return config
+    S, R, D = SCALINGS[config["scaling"]](config["size"], config["D"])
+    return {**config, "S": S, "R": R, "D": D}
+
+
 def noise_count(config) -> int:
     return config["noise"] or config["S"] + config["R"]
 
 
 def check(config) -> list[str]:
     problems = []
-    for name, low in (("S", 1), ("R", 1), ("D", 1), ("d", 1), ("H", 1), ("d_h", 1), ("m", 1), ("T", 3)):
+    if config["scaling"] == "none" and config["size"]:
+        problems.append(f"size = {config['size']} is only used with a scaling; set scaling or S and R")
+    if config["scaling"] != "none":
+        if config["S"] or config["R"]:
+            problems.append(f"scaling = {config['scaling']!r} sets S and R from size; do not give S or R too")
+        if config["size"] < 1:
+            problems.append(f"scaling = {config['scaling']!r} needs size >= 1, got size = {config['size']}")
+            return problems
+    config = task_sizes(config)
+    if config["scaling"] == "none" and not (config["S"] and config["R"]):
+        problems.append(f"S and R are required (or scaling with size), got S = {config['S']}, R = {config['R']}")
+    for name, low in (("D", 1), ("d", 1), ("H", 1), ("d_h", 1), ("m", 1), ("T", 3)):
         if config[name] < low:
             problems.append(f"{name} = {config[name]} < {low}: degenerate shape")
     if config["distinct_answers"] and config["S"] > config["D"]:
@@ -74,7 +110,10 @@ def check(config) -> list[str]:
 
 
 def shape(config, pad) -> dict:
-    s, r, dd = pad(config["S"], "S"), pad(config["R"], "R"), pad(config["D"], "D")
+    """Static padded sizes. Sizes a scaling derives from `size` climb size's padding ladder."""
+    config, by_size = task_sizes(config), config["scaling"] != "none"
+    s, r = pad(config["S"], "size" if by_size else "S"), pad(config["R"], "size" if by_size else "R")
+    dd = pad(config["D"], "size" if config["scaling"] == "distinct" else "D")
     n = pad(noise_count(config), "noise")
     exact_s = s if s * r <= config["exact_max"] else max(1, config["exact_max"] // r)
     return {
@@ -98,6 +137,7 @@ def shape(config, pad) -> dict:
 
 
 def dynamic(config) -> dict:
+    config = task_sizes(config)
     return {
         "S": config["S"],
         "R": config["R"],
@@ -124,7 +164,7 @@ def fact_dict(key, shape, dyn) -> jax.Array:
         within = perm[jnp.minimum(jnp.arange(S), D - 1)]  # (S, R); rows s < S_true <= D_true are used
     else:
         (u,) = jr.uniform_matrices(key, [(S, R)])
-        within = jnp.minimum(jnp.floor(u * dyn["D"]).astype(jnp.int32), dyn["D"] - 1)
+        within = _uniform_ints(u, dyn["D"])
     active = jr.block_mask((S, R), dyn["S"], dyn["R"])
     return jnp.where(active, dyn["D"] * r + within, 0).astype(jnp.int32)
 
@@ -141,26 +181,31 @@ def _assemble(subject, relation, loc, rloc, noise, shape, dyn):
     return x.astype(jnp.int32)
 
 
+def _uniform_ints(u, n):
+    """⌊u·n⌋ for u ∈ (0, 1), kept below a traced bound n."""
+    return jnp.minimum(jnp.floor(u * n).astype(jnp.int32), n - 1)
+
+
 def sample(key, n: int, shape, dyn):
-    """n fresh sequences: (tokens (n, T), subject (n,), relation (n,)). Draw shapes never depend on padding."""
+    """n fresh sequences: (tokens (n, T), subject (n,), relation (n,)), from one uniform draw of shape
+    (n, T + 4) that never depends on padding: subject, relation, loc, rloc, then T noise ids."""
     T = shape["T"]
-    ks, kr, kl, krl, kn = jax.random.split(key, 5)
-    subject = jax.random.randint(ks, (n,), 0, dyn["S"])
-    relation = jax.random.randint(kr, (n,), 0, dyn["R"])
-    loc = jax.random.randint(kl, (n,), 0, T - 1)
-    rloc = jax.random.randint(krl, (n,), 0, T - 2)
-    noise = jax.random.randint(kn, (n, T), 0, dyn["noise"])
+    u = jax.random.uniform(key, (n, T + 4), minval=1e-7, maxval=1.0 - 1e-7)
+    subject, relation = _uniform_ints(u[:, 0], dyn["S"]), _uniform_ints(u[:, 1], dyn["R"])
+    loc, rloc = _uniform_ints(u[:, 2], T - 1), _uniform_ints(u[:, 3], T - 2)
+    noise = _uniform_ints(u[:, 4:], dyn["noise"])
     return _assemble(subject, relation, loc, rloc, noise, shape, dyn), subject, relation
 
 
 def exact_set(key, shape, dyn):
-    """One random context for every (s, r) with s < exact_S: tokens (exact_S·R_pad, T), s, r, active mask."""
+    """One random context for every (s, r) with s < exact_S: tokens (exact_S·R_pad, T), s, r, active mask.
+    The draws for (s, r) are row s, columns r·(T+2) … r·(T+2)+T+1 of one matrix: shape-stable in (s, r)."""
     S, R, T = shape["exact_S"], shape["R"], shape["T"]
-    u = jr.uniform_matrices(key, [(S, R)] * (T + 2))  # shape-stable in (s, r)
-    as_int = lambda v, n: jnp.minimum(jnp.floor(v * n).astype(jnp.int32), n - 1).ravel()  # noqa: E731
+    (u,) = jr.uniform_matrices(key, [(S, R * (T + 2))])
+    u = u.reshape(S * R, T + 2)
     subject, relation = (a.ravel() for a in jnp.meshgrid(jnp.arange(S), jnp.arange(R), indexing="ij"))
-    loc, rloc = as_int(u[0], T - 1), as_int(u[1], T - 2)
-    noise = jnp.stack([as_int(v, dyn["noise"]) for v in u[2:]], axis=1)
+    loc, rloc = _uniform_ints(u[:, 0], T - 1), _uniform_ints(u[:, 1], T - 2)
+    noise = _uniform_ints(u[:, 2:], dyn["noise"])
     tokens = _assemble(subject, relation, loc, rloc, noise, shape, dyn)
     active = (subject < dyn["S"]) & (relation < dyn["R"])
     return tokens, subject, relation, active
@@ -175,9 +220,15 @@ def _masked(gauss, std, mask):
 
 def init(key, shape, dyn):
     S, R, V, A, d, H, dh, m = (shape[k] for k in ("S", "R", "V", "A", "d", "H", "d_h", "m"))
-    k_emb, k_q, k_k, k_v, k_o, k_mlp, k_fact, k_test, k_exact = jax.random.split(key, 9)
+    k_draw, k_fact, k_test, k_exact = jax.random.split(key, 4)
     f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
-    wte, unembed = jr.normal_matrices(k_emb, [(V, d), (A, d)])
+    # One shape-stable draw for every matrix: wte, unembed, the per-head stacks Q, K, V, O, then W1, W2.
+    draws = jr.normal_matrices(
+        k_draw,
+        [(V, d), (A, d), (H, d, dh), (H, d, dh), (H, d, dh), (H, dh, d), (d, m), (m, d)],
+        truncated=[False] * 6 + [True, True],
+    )
+    wte, unembed, q, k, v, o, w1, w2 = draws
     vocab = dyn["S"] + dyn["R"] + dyn["noise"] + 1
     answers = dyn["R"] * dyn["D"]
     if shape["embeddings"] == "sphere":
@@ -190,14 +241,12 @@ def init(key, shape, dyn):
     head_mask = jr.active_mask(H, dyn["H"])[:, None, None]
     qkv_mask = head_mask & jr.block_mask((d, dh), dyn["d"], dyn["d_h"])[None]
     o_mask = head_mask & jr.block_mask((dh, d), dyn["d_h"], dyn["d"])[None]
-    per_head = lambda k, rows, cols: jnp.stack(jr.normal_matrices(k, [(rows, cols)] * H))  # noqa: E731
     qkv_std = 1.0 / jnp.sqrt(f32(dyn["d_h"]))
-    w1, w2 = jr.normal_matrices(k_mlp, [(d, m), (m, d)], truncated=[True, True])
     params = {
-        "Q": _masked(per_head(k_q, d, dh), qkv_std, qkv_mask),
-        "K": _masked(per_head(k_k, d, dh), qkv_std, qkv_mask),
-        "V": _masked(per_head(k_v, d, dh), qkv_std, qkv_mask),
-        "O": _masked(per_head(k_o, dh, d), 1.0 / jnp.sqrt(f32(dyn["d"])), o_mask),
+        "Q": _masked(q, qkv_std, qkv_mask),
+        "K": _masked(k, qkv_std, qkv_mask),
+        "V": _masked(v, qkv_std, qkv_mask),
+        "O": _masked(o, 1.0 / jnp.sqrt(f32(dyn["d"])), o_mask),
         "W1": _masked(w1, 1.0 / jnp.sqrt(f32(dyn["d"])), jr.block_mask((d, m), dyn["d"], dyn["m"])),
         "b1": jnp.zeros(m),
         "W2": _masked(w2, 1.0 / jnp.sqrt(f32(dyn["m"])), jr.block_mask((m, d), dyn["m"], dyn["d"])),
@@ -269,12 +318,18 @@ def num_params(config) -> float:
 
 
 def info_bits(config) -> float:
-    """S·R·log₂ D: the main term of the Thm 8 lower bound (facts stored)."""
-    return bits(config["S"] * config["R"], config["D"])
+    """The Thm 8 lower bound (eq. 18) on the bits any model needs to store the facts at zero loss,
+    S·R·log₂ D + R·D·log₂(|V|/D), with the unspecified constant c taken as 0 and the paper's vocabulary
+    |V| = S + R + |A| + |N| + 1 (answers included, spec §3.2)."""
+    config = task_sizes(config)
+    S, R, D = config["S"], config["R"], config["D"]
+    vocab = S + R + R * D + noise_count(config) + 1
+    return bits(S * R, D) + bits(R * D, vocab / D)
 
 
 def flops_per_step(config) -> float:
     """Forward + backward (≈ 3× forward) FLOPs of one training batch (embedding gathers ignored)."""
+    config = task_sizes(config)
     d, H, dh, m, T = config["d"], config["H"], config["d_h"], config["m"], config["T"]
     answers = config["R"] * config["D"]
     forward_one = 2 * (3 * H * d * dh + 2 * T * H * d + H * dh * d + 2 * d * m + d * answers)
