@@ -207,3 +207,29 @@ def matmul_peak(n: int = 2048, repeats: int = 10) -> float:
         mm(a, b).block_until_ready()
         best = min(best, time.perf_counter() - t)
     return 2.0 * n**3 / best / 1e9
+
+
+# -- sweeps without a search, and host memory ------------------------------------------------------------
+def runs_from_spec(spec, exp: Experiment) -> list[RunSpec]:
+    """Every run of a sweep WITHOUT a threshold search (points × seeds × learning rates), in spec order,
+    with the run ids and problem indices the engine gives them (`jaxmem.plan.make_run`)."""
+    if spec.search is not None:
+        raise ValueError("runs_from_spec: the sweep has a search; read its runs back with runs_from_table")
+    out = []
+    for point in spec.points:
+        for seed in spec.seeds:
+            for lr in spec.train.learning_rates:
+                run = make_run(point, seed, lr, None, None, 0)  # lr as the engine passes it: same run id
+                out.append(RunSpec(run.run_id, exp.complete(run.config), run.seed, float(lr), run.problem_index))
+    return out
+
+
+def host_memory() -> dict[str, int]:
+    """This process's resident set now (VmRSS) and at its peak so far (VmHWM), in bytes (Linux)."""
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(value.split()[0]) * 1024
+    return out
