@@ -88,7 +88,8 @@ def test_sampled_batch_and_problem_equal_padded_vs_unpadded():
 def test_parameter_count_and_info_bits():
     config = EXP.complete({"S": 32, "R": 32, "D": 8, "d": 32, "H": 4, "d_h": 8, "m": 64})
     assert EXP.num_params(config) == 4 * 4 * 32 * 8 + 2 * 64 * 32
-    assert EXP.info_bits(config) == pytest.approx(32 * 32 * 3)
+    vocab = 32 + 32 + 32 * 8 + 64 + 1  # S + R + |A| + |N| + EOS, the paper's vocabulary
+    assert EXP.info_bits(config) == pytest.approx(32 * 32 * 3 + 32 * 8 * np.log2(vocab / 8))
     shape, dyn = one(config, EXACT)
     params = jax.eval_shape(lambda k: EXP.init(k, shape, dyn)[0], jax.random.PRNGKey(0))
     counted = sum(p.size for name, p in params.items() if name != "b1")
@@ -119,3 +120,39 @@ def test_tiny_training_run_learns(tmp_path):
     final = float(runs["max_metric"].max())
     assert final > start + 0.3, (start, final)
     assert final >= 0.9, (start, final)
+
+
+@pytest.mark.parametrize(
+    "scaling, size, expected",
+    [("linear", 9, (9, 9, 8)), ("square", 10, (10, 3, 8)), ("distinct", 6, (6, 6, 6))],
+)
+def test_scalings_set_the_task_sizes_from_size(scaling, size, expected):
+    config = EXP.complete({**SMALL, "S": 0, "R": 0, "D": 8, "scaling": scaling, "size": size})
+    assert not EXP.check(config)
+    sizes = fr.task_sizes(config)
+    assert (sizes["S"], sizes["R"], sizes["D"]) == expected
+    assert EXP.dynamic(config)["S"] == expected[0] and EXP.dynamic(config)["R"] == expected[1]
+    explicit = EXP.complete({**SMALL, "S": expected[0], "R": expected[1], "D": expected[2]})
+    assert EXP.info_bits(config) == EXP.info_bits(explicit)
+    assert EXP.flops_per_step(config) == EXP.flops_per_step(explicit)
+
+
+def test_scaling_and_explicit_sizes_conflict_and_missing_sizes_are_reported():
+    assert any("do not give S or R" in p for p in EXP.check(EXP.complete({**SMALL, "scaling": "linear", "size": 4})))
+    assert any("needs size >= 1" in p for p in EXP.check(EXP.complete({**SMALL, "S": 0, "R": 0, "scaling": "linear"})))
+    assert any("S and R are required" in p for p in EXP.check(EXP.complete({**SMALL, "S": 0})))
+    assert any("only used with a scaling" in p for p in EXP.check(EXP.complete({**SMALL, "size": 3})))
+
+
+def test_sizes_set_by_scaling_climb_the_searched_variables_ladder():
+    config = EXP.complete({**SMALL, "S": 0, "R": 0, "scaling": "linear", "size": 5})
+    pad = lambda n, field=None: n + (100 if field == "size" else 1)  # noqa: E731
+    shape = EXP.shape(config, pad)
+    assert shape["S"] == 105 and shape["R"] == 105 and shape["D"] == 4
+
+
+def test_padded_run_with_scaling_equals_unpadded_run():
+    config = {**SMALL, "S": 0, "R": 0, "scaling": "square", "size": 7}
+    small = run_program([config], EXACT, 2, 12, [1e-2], stop=2.0, exp=EXP, eval_every=4)
+    big = run_program([config], BIG, 2, 12, [1e-2], stop=2.0, exp=EXP, eval_every=4)
+    assert_padded_matches(small, big, ("loss", "accuracy", "exact_accuracy"), 12)

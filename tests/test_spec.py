@@ -559,3 +559,63 @@ def test_fingerprint_of_preset_is_its_merged_content():
     direct = with_(base(), "train.steps", 32)
     assert parse(with_preset, "t").fingerprint == parse(direct, "t").fingerprint
     assert parse(with_preset, "t", preset="").fingerprint == parse(base(), "t").fingerprint
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_extends_deep_merges_a_variant_over_its_base(tmp_path):
+    _write(
+        tmp_path / "base.toml",
+        'experiment = "assoc_memory"\nseeds = [0]\n[fixed]\nmodel = "mlp"\nm = 8\nN = 20\n[grid]\nd = [8, 16]\n'
+        "[train]\nsteps = 8\neval_every = 4\n[presets.quick]\ngrid = { d = [8] }\n",
+    )
+    variant = _write(
+        tmp_path / "variant.toml", 'extends = "base.toml"\n[fixed]\nm = 16\n[presets.quick]\nseeds = [3]\n'
+    )
+    spec = load(variant, "quick")
+    assert spec.name == "variant"
+    assert [(p["d"], p["m"], p["model"]) for p in spec.points] == [(8, 16, "mlp")]
+    assert spec.seeds == (3,)
+    assert "extends" not in spec.resolved
+
+
+def test_extends_cycle_and_missing_base_are_spec_errors(tmp_path):
+    _write(tmp_path / "a.toml", 'extends = "b.toml"\nexperiment = "assoc_memory"\n')
+    _write(tmp_path / "b.toml", 'extends = "a.toml"\n')
+    with pytest.raises(SpecError, match="cycle"):
+        load(tmp_path / "a.toml")
+    _write(tmp_path / "c.toml", 'extends = "nowhere.toml"\n')
+    with pytest.raises(SpecError, match="no such file"):
+        load(tmp_path / "c.toml")
+
+
+def test_shipped_variants_extend_fig4():
+    fig4 = load(REPO / "sweeps/nichani24/fig4_facts_vs_params.toml", "paper")
+    fig7 = load(REPO / "sweeps/nichani24/fig7_heads.toml", "paper")
+    fig9 = load(REPO / "sweeps/nichani24/fig9_square.toml", "paper")
+    assert {p["H"] for p in fig4.points} == {8} and {p["H"] for p in fig7.points} == {4, 16}
+    assert {p["scaling"] for p in fig9.points} == {"square"} and fig9.search.lo != fig4.search.lo
+    assert fig4.train == fig7.train and fig4.train.learning_rates == (1e-3, 3e-3, 1e-2)
+
+
+def test_pad_to_max_must_name_integer_fields_that_are_not_searched():
+    with pytest.raises(SpecError) as err:
+        parse(base(engine={"pad_to_max": ["mm", "N", "model"]}), name="t")
+    text = str(err.value)
+    assert "'mm' is not an integer field" in text and "'model' is not an integer field" in text
+    assert "searched 'N' cannot be padded" in text
+
+
+def test_pad_to_max_puts_points_that_differ_in_those_sizes_in_one_program():
+    from jaxmem.catalog import dry_run
+
+    raw = base(search=None)
+    del raw["search"]
+    raw["grid"] = {"d": [8], "m_over_d": [1, 2, 3]}
+    raw["fixed"] = {"model": "mlp", "N": 40}
+    assert "in 3 buckets" in dry_run(parse(raw, name="t"))
+    merged = dry_run(parse({**raw, "engine": {"pad_to_max": ["m"]}}, name="t"))
+    assert "in 1 buckets" in merged and "m=32" in merged  # the largest m, 24, on the padding ladder

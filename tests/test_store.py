@@ -241,3 +241,25 @@ def test_garbage_results_file(tmp_path, content):
     with pytest.raises(StoreError, match="unreadable"):
         Store(tmp_path)
     assert (tmp_path / FILENAME).read_bytes() == content  # never overwritten
+
+
+def test_store_made_before_final_metrics_is_migrated(tmp_path):
+    import sqlite3
+
+    from jaxmem.store import RUN_COLUMNS
+
+    old_columns = [c for c in RUN_COLUMNS if c != "final_metrics"]
+    db = sqlite3.connect(tmp_path / "results.sqlite")
+    db.execute(f"CREATE TABLE runs ({', '.join(old_columns)}, PRIMARY KEY (run_id))")
+    db.execute(
+        f"INSERT INTO runs ({', '.join(old_columns)}) VALUES ({', '.join('?' * len(old_columns))})",
+        ["old", "p", 0, 0.1, None, 0, "{}", "b", 0.5, 0.5, 1.0, 10, None, 0, 0, 1.0, "cpu", 0.0],
+    )
+    db.commit()
+    db.close()
+    store = Store(tmp_path)
+    store.add_runs([{**{c: 0 for c in RUN_COLUMNS}, "run_id": "new", "config": {}, "final_metrics": {"accuracy": 1.0}}])
+    store.close()
+    runs = load_results(tmp_path, expand=False).set_index("run_id")
+    assert json.loads(runs.loc["new", "final_metrics"]) == {"accuracy": 1.0}
+    assert pd.isna(runs.loc["old", "final_metrics"]) and runs.loc["old", "max_metric"] == 0.5
