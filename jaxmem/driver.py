@@ -30,8 +30,10 @@ from jaxmem.program import Settings
 from jaxmem.reporting import report
 from jaxmem.spec import SweepSpec
 from jaxmem.store import Store, StoreError
+from jaxmem.trajectory import on_grid
 
 EXIT_INTERRUPTED = 130
+HISTORY = 128  # evaluations a segment records per slot when trajectories are on
 EXIT_TERMINATED = 143
 
 
@@ -78,6 +80,10 @@ class Sweep:
             metric=train.metric,
             hit_threshold=threshold,
             stop_threshold=train.early_stop if train.early_stop is not None else math.inf,
+            history=HISTORY if spec.engine.record_trajectory else 0,
+            integrator=train.integrator,
+            rtol=train.rtol,
+            atol=train.atol,
         )
         self.stop_signal: int | None = None
         engine = spec.engine
@@ -214,7 +220,8 @@ class Sweep:
             self.turn += 1
             finished, trajectory, steps = runner.step()
             self.store.add_runs(
-                [self._run_row(f, runner) for f in finished], trajectory if self.spec.engine.record_trajectory else ()
+                [self._run_row(f, runner) for f in finished],
+                on_grid(trajectory, self.spec.train.eval_every, self.spec.engine.trajectory_per_decade),
             )
             self.outcomes.update((f.run.run_id, (self._success(f), f.diverged)) for f in finished)
             runner.checkpoint()

@@ -88,7 +88,7 @@ class BucketRunner:
         )
         start = time.perf_counter()
         args = self._args(np.ones(slots, bool), np.zeros(slots, bool), 1, slots + 1)
-        program = sharded_segment(segment, mesh, "runs")
+        program = sharded_segment(segment, mesh, "runs", settings)
         self.program = jax.jit(program, donate_argnums=0).lower(self.abstract_state, *args).compile()
         self.compile_seconds = time.perf_counter() - start
         on_compile(self.compile_seconds)
@@ -134,7 +134,8 @@ class BucketRunner:
 
     # -- running ---------------------------------------------------------------------------------
     def step(self) -> tuple[list[Finished], list[tuple[str, int, dict]], int]:
-        """Run one segment; return the runs that finished, trajectory points, and steps taken."""
+        """Run one segment; return the runs that finished, the evaluations of this segment as trajectory
+        points (run_id, step, metrics; empty unless Settings.history), and the steps taken."""
         refill = np.zeros(self.n_slots, bool) if self.state is not None else np.ones(self.n_slots, bool)
         for i in range(self.n_slots):
             if self.slots[i] is None and self.queue:
@@ -148,6 +149,8 @@ class BucketRunner:
         before = np.asarray(state.step) if self.state is not None else np.zeros(self.n_slots, np.int32)
         before = np.where(refill, 0, before)
         max_blocks = 1 if self.sec_per_block is None else max(1, int(self.segment_seconds / self.sec_per_block))
+        if self.settings.history:  # one evaluation per block, plus the initial one of a refilled slot
+            max_blocks = min(max_blocks, self.settings.history - 1)
         stop_after = max(1, self.n_slots // 4) if self.queue else self.n_slots + 1
         start = time.perf_counter()
         self.state, blocks = self.program(state, *self._args(refill, vacant, max_blocks, stop_after))
@@ -159,6 +162,9 @@ class BucketRunner:
                 "hit": self.state.hit_step,
                 "step": self.state.step,
                 "last": self.state.last,
+                "history": self.state.history,
+                "history_step": self.state.history_step,
+                "history_len": self.state.history_len,
             }
         )
         elapsed = time.perf_counter() - start
@@ -170,9 +176,10 @@ class BucketRunner:
         self.wall[live] += elapsed / max(live.sum(), 1)
         steps_taken = int(np.sum((summary["step"] - before)[live]))
         trajectory = [
-            (r.run_id, int(summary["step"][i]), {k: float(v[i]) for k, v in summary["last"].items()})
+            (r.run_id, int(summary["history_step"][i, j]), {k: float(v[i, j]) for k, v in summary["history"].items()})
             for i, r in enumerate(self.slots)
             if r is not None
+            for j in range(int(summary["history_len"][i]))
         ]
         finished = []
         for i, run in enumerate(self.slots):

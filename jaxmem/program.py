@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -31,6 +32,9 @@ class RunState(NamedTuple):
     done: jax.Array
     diverged: jax.Array
     last: dict  # metrics at the latest evaluation
+    history: dict  # metrics of every evaluation of this segment: name -> (Settings.history,); unused if 0
+    history_step: jax.Array  # (Settings.history,) the step of each recorded evaluation
+    history_len: jax.Array  # evaluations recorded this segment
 
 
 class Settings(NamedTuple):
@@ -41,6 +45,10 @@ class Settings(NamedTuple):
     metric: str
     hit_threshold: float  # for steps_to_threshold
     stop_threshold: float  # early stop once best >= this (inf: never)
+    history: int = 0  # evaluations a segment can record per slot (trajectories); 0 = none
+    integrator: str = "optax"  # or "gradient_flow" (see `flow_block`)
+    rtol: float = 1e-6
+    atol: float = 1e-8
 
 
 def tree_where(mask: jax.Array, new, old):
@@ -58,6 +66,7 @@ def _all_finite(tree) -> jax.Array:
     return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
 
 
+MAX_SOLVER_STEPS = 1 << 16  # per evaluation block; beyond it a gradient-flow run is marked diverged
 BATCH_STREAM = 0x5EED  # keeps per-step batch keys apart from the keys `init` derives
 
 
@@ -74,8 +83,24 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
         local = jnp.sum(x)
         return jax.lax.psum(local, axis) if axis else local
 
-    def evaluate(params, problem, dyn):
-        return {k: jnp.asarray(v, jnp.float32) for k, v in exp.evaluate(params, problem, shape, dyn).items()}
+    flow = settings.integrator == "gradient_flow"
+
+    def evaluate(params, problem, dyn, opt_state):
+        metrics = {k: jnp.asarray(v, jnp.float32) for k, v in exp.evaluate(params, problem, shape, dyn).items()}
+        if flow:  # the solver's accepted steps so far (its effort: stiffness, tolerance)
+            metrics["solver_steps"] = opt_state["solver_steps"].astype(jnp.float32)
+        return metrics
+
+    def record(state: RunState, metrics: dict) -> RunState:
+        """Append this evaluation to the segment's history (a no-op program when history is off)."""
+        if not settings.history:
+            return state
+        at = jnp.minimum(state.history_len, settings.history - 1)
+        return state._replace(
+            history={k: state.history[k].at[at].set(v) for k, v in metrics.items()},
+            history_step=state.history_step.at[at].set(state.step),
+            history_len=state.history_len + 1,
+        )
 
     def settle(state: RunState, metrics: dict) -> RunState:
         value = metrics[settings.metric]
@@ -88,11 +113,12 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
     def init_one(seed, problem_index, dyn) -> RunState:
         key = run_key(seed, problem_index)
         params, problem = exp.init(key, shape, dyn)
-        metrics = evaluate(params, problem, dyn)
+        opt_state = {"solver_steps": jnp.array(0, jnp.int32)} if flow else exp.optimizer(dyn).init(params)
+        metrics = evaluate(params, problem, dyn, opt_state)
         fresh = RunState(
             key=key,
             params=params,
-            opt_state=exp.optimizer(dyn).init(params),
+            opt_state=opt_state,
             problem=problem,
             step=jnp.array(0, jnp.int32),
             best=jnp.array(-jnp.inf, jnp.float32),
@@ -100,8 +126,11 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
             done=jnp.array(False),
             diverged=jnp.array(False),
             last=metrics,
+            history={k: jnp.zeros(max(settings.history, 1), jnp.float32) for k in metrics},  # no 0-size
+            history_step=jnp.zeros(max(settings.history, 1), jnp.int32),  # arrays: shard_map mistypes them
+            history_len=jnp.array(0, jnp.int32),
         )
-        return settle(fresh, metrics)
+        return record(settle(fresh, metrics), metrics)
 
     def train_step(state: RunState, dyn) -> RunState:
         opt = exp.optimizer(dyn)
@@ -120,10 +149,43 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
             done=state.done | (live & ~finite),
         )
 
+    def flow_block(state: RunState, dyn) -> RunState:
+        """Gradient flow θ̇ = −∇L over the next `eval_every` steps of `lr` time units each, solved by
+        diffrax (Tsit5, PID step control at rtol/atol); the loss must be deterministic (a population
+        loss): it gets the run's own key. A failed solve or a non-finite state marks the run diverged."""
+        lr = dyn["lr"]
+        grad = jax.grad(exp.loss)
+        field = lambda t, p, args: jax.tree.map(jnp.negative, grad(p, state.problem, shape, dyn, state.key))  # noqa: E731
+        solution = diffrax.diffeqsolve(
+            diffrax.ODETerm(field),
+            diffrax.Tsit5(),
+            t0=state.step * lr,
+            t1=(state.step + settings.eval_every) * lr,
+            dt0=lr,
+            y0=state.params,
+            stepsize_controller=diffrax.PIDController(rtol=settings.rtol, atol=settings.atol),
+            max_steps=MAX_SOLVER_STEPS,
+            throw=False,
+        )
+        params = jax.tree.map(lambda y: y[-1], solution.ys)
+        ok = (solution.result == diffrax.RESULTS.successful) & _all_finite(params)
+        live = ~state.done
+        take = live & ok
+        return state._replace(
+            params=jax.tree.map(lambda a, b: jnp.where(take, a, b), params, state.params),
+            opt_state={"solver_steps": state.opt_state["solver_steps"] + solution.stats["num_accepted_steps"]},
+            step=state.step + take.astype(jnp.int32) * settings.eval_every,
+            diverged=state.diverged | (live & ~ok),
+            done=state.done | (live & ~ok),
+        )
+
     def block_one(state: RunState, dyn) -> RunState:
-        if settings.steps:  # constructions evaluated without training compile no training step
+        if settings.steps and flow:
+            state = flow_block(state, dyn)
+        elif settings.steps:  # constructions evaluated without training compile no training step
             state = jax.lax.fori_loop(0, settings.eval_every, lambda _, s: train_step(s, dyn), state)
-        settled = settle(state, evaluate(state.params, state.problem, dyn))
+        metrics = evaluate(state.params, state.problem, dyn, state.opt_state)
+        settled = record(settle(state, metrics), metrics)
         live = ~state.done
         keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(live, a, b), new, old)  # noqa: E731
         return state._replace(
@@ -131,6 +193,9 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
             hit_step=keep(settled.hit_step, state.hit_step),
             done=keep(settled.done, state.done),
             last=keep(settled.last, state.last),
+            history=keep(settled.history, state.history),
+            history_step=keep(settled.history_step, state.history_step),
+            history_len=keep(settled.history_len, state.history_len),
         )
 
     init_all = jax.vmap(init_one)
@@ -138,7 +203,9 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
 
     def segment(state: RunState, dyn: dict, seeds, problem_index, refill, vacant, max_blocks, stop_after):
         """Refill slots, then run blocks until `max_blocks` ran, all slots are done, or
-        `stop_after` runs finished during this segment."""
+        `stop_after` runs finished during this segment. The history restarts every segment (the
+        host reads it after each one), so `max_blocks` must stay below `Settings.history` when on."""
+        state = state._replace(history_len=state.history_len * 0)  # (keeps the per-device sharding type)
         state = jax.lax.cond(
             jnp.any(refill), lambda s: tree_where(refill, init_all(seeds, problem_index, dyn), s), lambda s: s, state
         )
@@ -160,12 +227,17 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
     return segment, init_all
 
 
-def sharded_segment(segment, mesh, axis: str):
+def sharded_segment(segment, mesh, axis: str, settings: Settings):
     """The segment as a `shard_map` over the runs axis: every device runs the same local program on
-    its own slots, whatever the device count, so results do not depend on sharding."""
+    its own slots, whatever the device count, so results do not depend on sharding. diffrax's solver
+    loop does not type-check under shard_map's varying-axes rules, so gradient flow turns them off."""
     runs, replicated = P(axis), P()
     return jax.shard_map(
-        segment, mesh=mesh, in_specs=(runs,) * 6 + (replicated, replicated), out_specs=(runs, replicated)
+        segment,
+        mesh=mesh,
+        in_specs=(runs,) * 6 + (replicated, replicated),
+        out_specs=(runs, replicated),
+        check_vma=settings.integrator != "gradient_flow",
     )
 
 

@@ -10,10 +10,11 @@ Layout (every section but `experiment` optional; see sweeps/ for complete exampl
     [grid]     d = [8, 16]                  # axes: list | {range=[a,b,step]} | {log_range=[a,b], num=k}
                                             #       | {exponents=[a,b,step], base=2}; round = "floor"|"round"|"ceil"
     [derived]  m = "m_over_d * d"           # expressions over grid/fixed names
-    [train]    steps, eval_every, metric, early_stop, learning_rates (a list = best over them, in parallel)
+    [train]    steps, eval_every, metric, early_stop, learning_rates (a list = best over them, in parallel),
+               integrator ("optax" | "gradient_flow"), rtol, atol
     [search]   variable, lo, hi (expressions), threshold, resolution, probes, mode ("verified"|"paper")
     [engine]   pad_ratio, search_pad_ratio, search_pad_floor, pad_to_max, max_slots, segment_seconds,
-               record_trajectory
+               record_trajectory, trajectory_per_decade
     [report]   free-form options (title, fit, guide, group_by, expect_slope, ...; heatmap: jaxmem.report.heatmap)
     [presets.quick] / [presets.paper]       # same layout, deep-merged over the base
 
@@ -49,6 +50,7 @@ TOP_LEVEL = {
     "report",
     "presets",
 }
+INTEGRATORS = ("optax", "gradient_flow")
 ROUNDING = {"floor": math.floor, "ceil": math.ceil, "round": round}
 
 
@@ -67,6 +69,9 @@ class TrainSpec:
     metric: str = "accuracy"
     early_stop: float | None = None  # stop a run once its best metric reaches this
     learning_rates: tuple[float, ...] = (1e-3,)
+    integrator: str = "optax"  # "gradient_flow": θ̇ = −∇L solved adaptively; a step = lr units of time
+    rtol: float = 1e-6  # gradient_flow: the ODE solver's relative and absolute tolerances
+    atol: float = 1e-8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,7 +93,8 @@ class EngineSpec:
     search_pad_floor: float = 0.5  # a searched value is padded to at least this × the initial upper bound
     max_slots: int = 0  # runs per program; 0 = chosen from the work per step
     segment_seconds: float = 2.0  # host syncs (and checkpoints) about this often
-    record_trajectory: bool = False  # store metrics of in-flight runs at every segment end
+    record_trajectory: bool = False  # store every run's metrics at every evaluation (trajectories table)
+    trajectory_per_decade: int = 0  # with record_trajectory: keep k log-spaced evaluations per decade; 0 = all
     pad_to_max: tuple[str, ...] = ()  # sizes padded to their largest value in the sweep: one program for all
 
 
@@ -307,6 +313,13 @@ def _check_train(train: TrainSpec, bad: set, exp: Experiment | None, problems):
         problems.append(f"train.steps: {train.steps} is not a multiple of train.eval_every = {train.eval_every}")
     if "learning_rates" not in bad and any(lr <= 0 or not math.isfinite(lr) for lr in train.learning_rates):
         problems.append(f"train.learning_rates: must be positive and finite, got {list(train.learning_rates)}")
+    if "integrator" not in bad and train.integrator not in INTEGRATORS:
+        problems.append(f"train.integrator: must be one of {list(INTEGRATORS)}, got {train.integrator!r}")
+    problems += [
+        f"train.{name}: must be > 0, got {getattr(train, name)}"
+        for name in ("rtol", "atol")
+        if name not in bad and not getattr(train, name) > 0
+    ]
     if "metric" not in bad and exp is not None and train.metric not in exp.metrics:
         problems.append(
             f"train.metric: {train.metric!r} is not a metric of {exp.name}; one of {', '.join(exp.metrics)}"
@@ -319,6 +332,7 @@ def _check_engine(engine: EngineSpec, bad: set, exp: Experiment | None, search: 
         ("search_pad_floor", 0 <= engine.search_pad_floor <= 1, "in [0, 1]"),
         ("max_slots", engine.max_slots >= 0, ">= 0"),
         ("segment_seconds", engine.segment_seconds > 0, "> 0"),
+        ("trajectory_per_decade", engine.trajectory_per_decade >= 0, ">= 0"),
     ]
     problems += [
         f"engine.{name}: must be {rule}, got {getattr(engine, name)}"

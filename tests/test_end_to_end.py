@@ -88,6 +88,7 @@ def test_one_compile_per_bucket_and_none_while_running(tmp_path, monkeypatch):
     assert sum(during_segments) == 0, f"recompiled during segments: {during_segments}"
     trajectories = jaxmem.load_results(tmp_path / "out", "trajectories")
     runs = jaxmem.load_results(tmp_path / "out").set_index("run_id")
-    assert set(trajectories["run_id"]) == set(runs.index)  # every run has per-segment points
-    last = trajectories.sort_values("step").groupby("run_id").last()
-    assert (last["step"] == runs.loc[last.index, "steps_run"]).all()
+    assert set(trajectories["run_id"]) == set(runs.index)
+    eval_every = spec.train.eval_every
+    for run_id, steps in trajectories.groupby("run_id")["step"]:  # every evaluation, once, in order
+        assert sorted(steps) == list(range(0, runs.loc[run_id, "steps_run"] + 1, eval_every)), run_id

@@ -22,11 +22,15 @@ def results(out) -> tuple[pd.DataFrame, pd.DataFrame]:
     return runs, searches
 
 
+def trajectories(out) -> pd.DataFrame:
+    return jaxmem.load_results(out, "trajectories").sort_values(["run_id", "step"]).reset_index(drop=True)
+
+
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     out = tmp_path_factory.mktemp("uninterrupted")
     run_sweep(load(TINY_SPEC), out, quiet=True)
-    return results(out)
+    return results(out), trajectories(out)
 
 
 def wait_for_runs(out, count: int, process, timeout: float = 120.0) -> None:
@@ -43,10 +47,11 @@ def wait_for_runs(out, count: int, process, timeout: float = 120.0) -> None:
 
 def assert_same(out, uninterrupted):
     runs, searches = results(out)
-    expected_runs, expected_searches = uninterrupted
+    (expected_runs, expected_searches), expected_trajectories = uninterrupted
     assert runs.index.is_unique, "a run was stored twice"
     pd.testing.assert_frame_equal(runs, expected_runs)
     pd.testing.assert_frame_equal(searches, expected_searches)
+    pd.testing.assert_frame_equal(trajectories(out), expected_trajectories)  # every evaluation, once
 
 
 def test_kill_9_then_resume_gives_identical_results(tmp_path, uninterrupted):
@@ -111,7 +116,7 @@ def test_four_virtual_devices_give_the_same_results_as_one(tmp_path, uninterrupt
     output, _ = process.communicate(timeout=300)
     assert process.returncode == 0, output
     runs, searches = results(out)
-    expected_runs, expected_searches = uninterrupted
+    (expected_runs, expected_searches), _ = uninterrupted
     assert set(jaxmem.load_results(out)["device"]) == {"cpu:4"}
     assert runs.index.equals(expected_runs.index)
     pd.testing.assert_frame_equal(searches, expected_searches)
