@@ -5,8 +5,11 @@ from __future__ import annotations
 from jaxmem.experiments.base import Experiment, Field
 from jaxmem.experiments import assoc_memory
 from jaxmem.experiments import factual_recall
+from jaxmem.experiments import sequential_learning
 
-EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (assoc_memory.EXPERIMENT, factual_recall.EXPERIMENT)}
+EXPERIMENTS: dict[str, Experiment] = {
+    exp.name: exp for exp in (assoc_memory.EXPERIMENT, factual_recall.EXPERIMENT, sequential_learning.EXPERIMENT)
+}
 
 
 def get(name: str) -> Experiment:
