@@ -6,9 +6,16 @@ from jaxmem.experiments.base import Experiment, Field
 from jaxmem.experiments import assoc_memory
 from jaxmem.experiments import factual_recall
 from jaxmem.experiments import sequential_learning
+from jaxmem.experiments import thm10_construction
 
 EXPERIMENTS: dict[str, Experiment] = {
-    exp.name: exp for exp in (assoc_memory.EXPERIMENT, factual_recall.EXPERIMENT, sequential_learning.EXPERIMENT)
+    exp.name: exp
+    for exp in (
+        assoc_memory.EXPERIMENT,
+        factual_recall.EXPERIMENT,
+        sequential_learning.EXPERIMENT,
+        thm10_construction.EXPERIMENT,
+    )
 }
 
 
