@@ -18,7 +18,7 @@ import optax
 
 from jaxmem.experiments.base import Experiment
 from jaxmem.plan import make_run, point_id
-from jaxmem.program import Settings, dyn_arrays, run_key
+from jaxmem.program import BATCH_STREAM, Settings, dyn_arrays, run_key
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,9 +78,14 @@ def _metric(exp, params, problem, shape, dyn, metric):
     return jnp.asarray(exp.evaluate(params, problem, shape, dyn)[metric], jnp.float32)
 
 
+def batch_key(key, step):
+    """The engine's key for step `step` of a run with key `key` (jaxmem.program)."""
+    return jax.random.fold_in(jax.random.fold_in(key, BATCH_STREAM), step)
+
+
 def _sgd_step(exp, shape):
-    def step(params, opt_state, problem, dyn):
-        grads = jax.grad(exp.loss)(params, problem, shape, dyn)
+    def step(params, opt_state, problem, dyn, key, t):
+        grads = jax.grad(exp.loss)(params, problem, shape, dyn, batch_key(key, t))
         updates, opt_state = exp.optimizer(dyn).update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state
 
@@ -94,7 +99,8 @@ def make_while_program(exp: Experiment, shape: dict, settings: Settings):
     step = _sgd_step(exp, shape)
 
     def train(seed, problem_index, dyn):
-        params, problem = exp.init(run_key(seed, problem_index), shape, dyn)
+        key = run_key(seed, problem_index)
+        params, problem = exp.init(key, shape, dyn)
         opt_state = exp.optimizer(dyn).init(params)
         first = _metric(exp, params, problem, shape, dyn, settings.metric)
 
@@ -105,7 +111,10 @@ def make_while_program(exp: Experiment, shape: dict, settings: Settings):
         def block(carry):
             params, opt_state, steps, best, _ = carry
             params, opt_state = jax.lax.fori_loop(
-                0, settings.eval_every, lambda _, po: step(*po, problem, dyn), (params, opt_state)
+                0,
+                settings.eval_every,
+                lambda i, po: step(*po, problem, dyn, key, steps + i),
+                (params, opt_state),
             )
             value = _metric(exp, params, problem, shape, dyn, settings.metric)
             return params, opt_state, steps + settings.eval_every, jnp.maximum(best, value), value
@@ -140,8 +149,9 @@ def make_step_functions(exp: Experiment, shape: dict, settings: Settings):
     """Jitted (init, step, metric) functions of one unpadded shape, research-code style."""
 
     def init(seed, problem_index, dyn):
-        params, problem = exp.init(run_key(seed, problem_index), shape, dyn)
-        return params, exp.optimizer(dyn).init(params), problem
+        key = run_key(seed, problem_index)
+        params, problem = exp.init(key, shape, dyn)
+        return params, exp.optimizer(dyn).init(params), problem, key
 
     return (
         jax.jit(init),
@@ -154,13 +164,13 @@ def python_loop_run(fns, run: RunSpec, dyn: dict, settings: Settings) -> Outcome
     """One run: `for step in range(steps)` with a host-side evaluation (float(acc)) every eval_every steps."""
     init, step, metric = fns
     dyn = jax.device_put(dyn)
-    params, opt_state, problem = init(np.int32(run.seed), np.int32(run.problem_index), dyn)
+    params, opt_state, problem, key = init(np.int32(run.seed), np.int32(run.problem_index), dyn)
     best = final = float(metric(params, problem, dyn))
     steps = 0
     for _ in range(settings.steps):
         if best >= settings.stop_threshold:
             break
-        params, opt_state = step(params, opt_state, problem, dyn)
+        params, opt_state = step(params, opt_state, problem, dyn, key, np.int32(steps))
         steps += 1
         if steps % settings.eval_every == 0:
             final = float(metric(params, problem, dyn))
@@ -173,9 +183,9 @@ def warm_up(fns, run: RunSpec, dyn: dict) -> float:
     init, step, metric = fns
     start = time.perf_counter()
     dyn = jax.device_put(dyn)
-    params, opt_state, problem = init(np.int32(run.seed), np.int32(run.problem_index), dyn)
+    params, opt_state, problem, key = init(np.int32(run.seed), np.int32(run.problem_index), dyn)
     metric(params, problem, dyn).block_until_ready()
-    jax.block_until_ready(step(params, opt_state, problem, dyn))
+    jax.block_until_ready(step(params, opt_state, problem, dyn, key, np.int32(0)))
     return time.perf_counter() - start
 
 
