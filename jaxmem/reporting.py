@@ -11,12 +11,14 @@ from jaxmem.experiments import get as get_experiment
 from jaxmem.plan import Bucket, padding_waste
 from jaxmem.report import write_report
 from jaxmem.report.final_metrics import expand_final_metrics
+from jaxmem.report.trajectory_data import planned_runs
 from jaxmem.store import expand_config, load_results
 
 
 def report(out_dir: str | Path) -> Path:
     """Write runs.csv (final_metrics spread into final_<name> columns), report.md and the files of
-    jaxmem.report.write_report (capacity.* or heatmap.*) into `out_dir`; return report.md's path."""
+    jaxmem.report.write_report (capacity.* or heatmap.*, trajectories.* with recorded trajectories)
+    into `out_dir`; return report.md's path."""
     out_dir = Path(out_dir)
     meta = load_results(out_dir, "meta").set_index("key")["value"].to_dict()
     spec = json.loads(meta.get("resolved_spec", "{}"))
@@ -29,7 +31,12 @@ def report(out_dir: str | Path) -> Path:
     meta_view["wall_time_s"] = float(meta.get("elapsed_s", 0.0))
     meta_view["compiles"] = len(compiles)
     meta_view["compile_time_s"] = round(float(compiles["seconds"].sum()), 2) if len(compiles) else 0.0
-    paths = write_report(out_dir, spec.get("report", {}), searches, runs, meta_view, spec.get("train", {}))
+    trajectories = load_results(out_dir, "trajectories")
+    in_flight = not trajectories.empty and not set(trajectories["run_id"]) <= set(raw_runs["run_id"])
+    planned = planned_runs(spec) if in_flight else None
+    paths = write_report(
+        out_dir, spec.get("report", {}), searches, runs, meta_view, spec.get("train", {}), trajectories, planned
+    )
     report_path = next(p for p in paths if p.name == "report.md")
     report_path.write_text(report_path.read_text().rstrip() + "\n\n" + buckets_section(meta, raw_runs, compiles))
     return report_path

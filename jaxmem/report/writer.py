@@ -3,6 +3,8 @@
 Search sweeps: capacity.csv, capacity.png and report.md (with every metric at capacity). Grid sweeps
 (no searches): report.md with one row of metrics per grid point and, when the report spec has a
 `heatmap` table (see jaxmem.report.heatmap), heatmap.csv, heatmap.png, the floor and the boundary.
+Sweeps with recorded trajectories also get trajectories.csv, trajectory.png and, as the report spec's
+`trajectory` table asks (see jaxmem.report.trajectory_spec), stages.csv and escape.png.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from jaxmem.report.heatmap_plot import plot_heatmap
 from jaxmem.report.markdown import render_report
 from jaxmem.report.plots import plot_capacity
 from jaxmem.report.tradeoff import analyse
+from jaxmem.report.trajectory_report import write_trajectory_report
 
 
 def write_report(
@@ -28,11 +31,14 @@ def write_report(
     runs: pd.DataFrame,
     meta: dict,
     train_spec: dict | None = None,
+    trajectories: pd.DataFrame | None = None,
+    planned: pd.DataFrame | None = None,
 ) -> list[Path]:
     """Write the report files into out_dir and return their paths, report.md last.
 
     `train_spec` (the sweep's [train] table) names the train metric and gives the heatmap's
-    default threshold (early_stop).
+    default threshold (early_stop). `trajectories` is the store's trajectories table and `planned`
+    the configs of runs in flight (jaxmem.report.trajectory_data.planned_runs), both optional.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -51,6 +57,7 @@ def write_report(
         extra.append(capacity_metrics_section(report_spec, searches, runs, summary["variable"], train_metric))
     elif is_grid_sweep(runs):
         extra += write_grid(out_dir, report_spec, runs, train_spec, written)
+    extra += write_trajectory_report(out_dir, report_spec, trajectories, runs, planned, written)
     md_path = out_dir / "report.md"
     md_path.write_text(render_report(report_spec, searches, runs, meta, summary, plot_name, extra))
     written.append(md_path)

@@ -1,0 +1,217 @@
+"""report.md sections of trajectory sweeps: what was recorded, first and last values, crossing times,
+plateaus and the escape-time law.
+
+The tables take the stage table of jaxmem.report.stages with two label columns added: `panel` (the
+group_by values) and `series` (the color_by values); "all" when there are none.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from jaxmem.report.analysis import format_number
+from jaxmem.report.markdown import markdown_table
+from jaxmem.report.stages import crossing_column, plateau_column
+from jaxmem.report.trajectory_plot import Level
+from jaxmem.report.trajectory_spec import TrajectorySpec
+
+MAX_RUN_ROWS = 40
+RULE_CROSSING = (
+    "A crossing is the first evaluation at which the metric is at or past the level; its step is interpolated "
+    "linearly between that evaluation and the one before it (time = step · lr). Runs that never cross count "
+    'as "never" ("not yet" while still running) and are left out of the means.'
+)
+
+
+def spread(values) -> str:
+    """ "mean ± std" of the finite values with format_number (the std left out when 0); "–" when none."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return "–"
+    text = format_number(float(v.mean()))
+    std = float(v.std(ddof=1)) if v.size >= 2 else 0.0
+    return text + (f" ± {format_number(std)}" if std > 0 else "")
+
+
+def key_of(panel: str, series: str) -> str:
+    """One row label from a panel and a series label."""
+    parts = [p for p in (panel, series) if p != "all"]
+    return ", ".join(parts) if parts else "all runs"
+
+
+def overview_section(
+    frame: pd.DataFrame,
+    runs: pd.DataFrame,
+    spec: TrajectorySpec,
+    metrics: list[str],
+    all_metrics: list[str],
+    levels: dict[str, list[Level]],
+    plot_name: str | None,
+) -> str:
+    """What was recorded and the chosen metrics at each run's first and last evaluation."""
+    status = runs["status"].value_counts()
+    counts = ", ".join(f"{int(status[s])} {s}" for s in ("finished", "running", "diverged") if s in status)
+    lines = [
+        "## Trajectories",
+        "",
+        f"{len(runs)} runs with recorded trajectories ({counts}); {len(frame)} evaluations in all, up to step "
+        f"{format_number(int(frame['step'].max()))}. Recorded metrics: {', '.join(all_metrics)}. "
+        f"Every run and evaluation is a row of `trajectories.csv` (time = step · lr).",
+    ]
+    texts = {
+        panel: "; ".join(f"{lv.label} = {lv.y:.4g}" for lv in panel_levels) for panel, panel_levels in levels.items()
+    }
+    texts = {panel: text for panel, text in texts.items() if text}
+    if len(set(texts.values())) == 1:
+        lines += ["", f"Reference lines: {next(iter(texts.values()))}."]
+    elif texts:
+        lines += ["", "Reference lines: " + "; ".join(f"{text} ({panel})" for panel, text in texts.items()) + "."]
+    first = frame.groupby("run_id", sort=False).head(1).set_index("run_id")
+    last = frame.groupby("run_id", sort=False).tail(1).set_index("run_id")
+    rows = []
+    for (panel, series), group in runs.groupby(["panel", "series"], sort=False):
+        ids = group["run_id"]
+        row = [key_of(panel, series), len(group), spread(last.loc[ids, "step"])]
+        row += [f"{spread(first.loc[ids, m])} → {spread(last.loc[ids, m])}" for m in metrics]
+        rows.append(row)
+    headers = ["runs of", "runs", "last step"] + [f"{m}: first → last" for m in metrics]
+    lines += [
+        "",
+        "Means (± std over runs) at each run's first and last recorded evaluation:",
+        "",
+        markdown_table(headers, rows),
+    ]
+    if plot_name is not None:
+        lines += ["", f"![trajectory]({plot_name})"]
+    return "\n".join(lines)
+
+
+def crossing_text(value: float, status: str) -> str:
+    if math.isfinite(value):
+        return format_number(value)
+    return "not yet" if status == "running" else "never"
+
+
+def crossings_section(stages: pd.DataFrame, spec: TrajectorySpec, csv_name: str) -> str:
+    """Crossing times in x units per panel and series (mean ± std, runs crossed / runs), and per run."""
+    if not spec.crossings:
+        return ""
+    unit = spec.x
+    levels = []
+    for c in spec.crossings:
+        values = stages[crossing_column(c.label, "level")].astype(float)
+        level = format_number(float(values.iloc[0])) if values.nunique() <= 1 else "per run"
+        sign = "≤" if c.direction == "below" else "≥"
+        levels.append(f"- {c.label}: {c.metric} {sign} `{c.level}` ({level})")
+    rows = []
+    for (panel, series), group in stages.groupby(["panel", "series"], sort=False):
+        row = [key_of(panel, series), len(group)]
+        for c in spec.crossings:
+            values = group[crossing_column(c.label, unit)].astype(float)
+            row.append(f"{spread(values)} ({int(np.isfinite(values).sum())}/{len(group)})")
+        rows.append(row)
+    headers = ["runs of", "runs"] + [f"{c.label} [{unit}]" for c in spec.crossings]
+    lines = [
+        "### Crossing times",
+        "",
+        RULE_CROSSING,
+        "",
+        *levels,
+        "",
+        f"Mean ± std over runs, in {unit}s (runs crossed / runs):",
+        "",
+        markdown_table(headers, rows),
+    ]
+    if len(stages) <= MAX_RUN_ROWS:
+        per_run = [
+            [r["run_id"], r["status"], key_of(r["panel"], r["series"]), format_number(r["seed"])]
+            + [crossing_text(float(r[crossing_column(c.label, unit)]), r["status"]) for c in spec.crossings]
+            for r in stages.to_dict("records")
+        ]
+        lines += ["", "Per run:", "", markdown_table(["run", "status", "runs of", "seed"] + headers[2:], per_run)]
+    lines += ["", f"Per run, in steps and time, with the plateaus: `{csv_name}`."]
+    return "\n".join(lines)
+
+
+def plateaus_section(stages: pd.DataFrame, spec: TrajectorySpec) -> str:
+    """Per plateau: first and last step in the band, the length, and how contiguous the band is."""
+    if not spec.plateaus:
+        return ""
+    unit = spec.x
+    lines = [
+        "### Plateaus",
+        "",
+        "The first and last evaluation with |metric − near| ≤ tol and the length between them (means ± std over "
+        "the runs that entered the band); *contiguous* counts the evaluations in the band over all evaluations "
+        "from the first to the last.",
+    ]
+    for p in spec.plateaus:
+        rows = []
+        for (panel, series), group in stages.groupby(["panel", "series"], sort=False):
+            in_band = int(group[plateau_column(p.label, "in_band")].sum())
+            between = int(group[plateau_column(p.label, "between")].sum())
+            entered = int((group[plateau_column(p.label, "in_band")] > 0).sum())
+            rows.append(
+                [key_of(panel, series), f"{entered}/{len(group)}"]
+                + [spread(group[plateau_column(p.label, w, unit)]) for w in ("first", "last", "length")]
+                + [f"{in_band}/{between}" if between else "–"]
+            )
+        headers = ["runs of", "runs in band", f"first [{unit}]", f"last [{unit}]", f"length [{unit}]", "contiguous"]
+        lines += ["", f"**{p.label}**: {p.metric} within {format_number(p.tol)} of `{p.near}`", ""]
+        lines.append(markdown_table(headers, rows))
+    return "\n".join(lines)
+
+
+def escape_section(fits: pd.DataFrame, ratios: pd.DataFrame, spec: TrajectorySpec, plot_name: str | None) -> str:
+    """Fitted against predicted slopes with their ratio and verdict, slope ratios between crossings."""
+    escape = spec.escape
+    if escape is None or fits.empty:
+        return ""
+    tolerance = f"{escape.tolerance:.0%}"
+    rows = []
+    for r in fits.to_dict("records"):
+        slope = format_number(r["slope"])
+        if math.isfinite(r["slope_se"]):
+            slope += f" ± {format_number(r['slope_se'])}"
+        verdict = "–" if r["within"] is None or not math.isfinite(r["ratio"]) else ("PASS" if r["within"] else "FAIL")
+        group = r["group"] if escape.group_by else "all runs"
+        ratio = f"{r['ratio']:.3f}" if math.isfinite(r["ratio"]) else "–"
+        rows.append([r["crossing"], group, f"{r['n']}/{r['runs']}", slope, r["r2"], r["predicted"], ratio, verdict])
+    headers = [
+        "crossing",
+        "group",
+        "runs crossed",
+        f"fitted slope [{escape.y}s per unit x]",
+        "r²",
+        "predicted",
+        "ratio",
+    ]
+    headers.append(f"within {tolerance}")
+    lines = [
+        "### Escape-time law",
+        "",
+        f"Least squares of each crossing (in {escape.y}s) against x = `{escape.x}` ({escape.x_label}) over the runs "
+        "that crossed, slope ± its standard error; predicted slopes are expressions of the config "
+        f"(`{', '.join(f'{k} = {v}' for k, v in escape.predicted.items()) or 'none given'}`); ratio = fitted / "
+        f"predicted, PASS when within {tolerance}.",
+        "",
+        markdown_table(headers, rows),
+    ]
+    if not ratios.empty:
+        rows = [
+            [r["group"] if escape.group_by else "all runs", r["crossings"], r["fitted"], r["predicted"]]
+            for r in ratios.to_dict("records")
+        ]
+        lines += [
+            "",
+            "Slope ratios between crossings:",
+            "",
+            markdown_table(["group", "ratio of", "fitted", "predicted"], rows),
+        ]
+    if plot_name is not None:
+        lines += ["", f"![escape]({plot_name})"]
+    return "\n".join(lines)

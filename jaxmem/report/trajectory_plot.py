@@ -1,0 +1,153 @@
+"""trajectory.png: chosen metrics against step or time, one panel per group, with reference lines,
+shaded stages and the measured crossings marked."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+
+from jaxmem.report.trajectory_spec import TrajectorySpec  # noqa: E402
+
+STYLES = ("-", "--", ":", "-.")
+STAGE_COLORS = ("#cfe2f3", "#fce5cd", "#d9ead3", "#ead1dc", "#fff2cc", "#d0e0e3")
+MAX_CYCLE = 10
+MAX_COLUMNS = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class Level:
+    """A horizontal line of one panel: its value, legend label, colour and style."""
+
+    y: float
+    label: str
+    color: str = "0.3"
+    style: str = "--"
+
+
+def series_colors(series: list[str]) -> dict[str, object]:
+    """The default colour cycle for a few series, a sequential colormap (in the given order) for many."""
+    if len(series) <= MAX_CYCLE:
+        return {s: f"C{i}" for i, s in enumerate(series)}
+    cmap = plt.get_cmap("viridis")
+    return {s: cmap(i / (len(series) - 1)) for i, s in enumerate(series)}
+
+
+def stage_text_x(start: float, end: float, log: bool, lo: float) -> float:
+    """Where a stage's label goes: the middle of the span (geometric on a log axis)."""
+    if not log:
+        return (start + end) / 2
+    start = max(start, lo)
+    return math.sqrt(start * end) if start > 0 and end > 0 else end
+
+
+def plot_trajectories(
+    path: Path,
+    frame: pd.DataFrame,
+    spec: TrajectorySpec,
+    metrics: list[str],
+    panels: list[str],
+    levels: dict[str, list[Level]],
+    marks: pd.DataFrame,
+    labels: dict[str, str],
+) -> Path:
+    """Write the curves of `frame` (columns panel, series, run_id, spec.x and the metrics; series are
+    coloured in the order they first appear) to `path`.
+
+    `levels`: per panel, its reference lines; `marks`: crossings to mark (panel, series, metric, x,
+    level); `labels`: title, x_label, y_label.
+    """
+    x = spec.x
+    log_x = spec.x_scale == "log"
+    series = list(dict.fromkeys(frame["series"]))  # in the frame's order
+    colors = series_colors(series)
+    by_metric = len(series) == 1
+    ncols = min(len(panels), MAX_COLUMNS)
+    nrows = math.ceil(len(panels) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.8 * ncols, 4.3 * nrows), squeeze=False)
+    for ax, panel in zip(axes.flat, panels):
+        data = frame[(frame["panel"] == panel) & frame[x].notna()]
+        if log_x:
+            data = data[data[x] > 0]
+        lo = float(data[x].min()) if len(data) else 1.0
+        for i, stage in enumerate(spec.stages):
+            color = stage.color or STAGE_COLORS[i % len(STAGE_COLORS)]
+            ax.axvspan(stage.start, stage.end, color=color, alpha=0.5, lw=0, zorder=0)
+            if stage.label:
+                ax.text(
+                    stage_text_x(stage.start, stage.end, log_x, lo),
+                    0.98,
+                    stage.label,
+                    transform=ax.get_xaxis_transform(),
+                    ha="center",
+                    va="top",
+                    fontsize=7,
+                    bbox={"facecolor": "white", "alpha": 0.6, "lw": 0, "pad": 1},
+                )
+        for name in dict.fromkeys(data["series"]):
+            part = data[data["series"] == name]
+            for m, metric in enumerate(metrics):
+                color = f"C{m % MAX_CYCLE}" if by_metric else colors[name]
+                style = "-" if by_metric else STYLES[m % len(STYLES)]
+                if spec.seeds == "band":
+                    stats = part.groupby(x)[metric].agg(["mean", "min", "max"])
+                    ax.fill_between(stats.index, stats["min"], stats["max"], color=color, alpha=0.2, lw=0)
+                    ax.plot(stats.index, stats["mean"], style, color=color, lw=1.5)
+                else:
+                    for _, curve in part.groupby("run_id", sort=False):
+                        ax.plot(curve[x], curve[metric], style, color=color, lw=0.9, alpha=0.8)
+        mine = marks[(marks["panel"] == panel) & np.isfinite(marks["x"].astype(float))] if len(marks) else marks
+        for mark in mine.to_dict("records"):
+            color = f"C{metrics.index(mark['metric']) % MAX_CYCLE}" if by_metric else colors[mark["series"]]
+            ax.plot(mark["x"], mark["level"], "o", mfc="none", color=color, ms=4, zorder=4)
+        for level in levels.get(panel, []):
+            ax.axhline(level.y, ls=level.style, color=level.color, lw=1)
+            ax.text(
+                0.995,
+                level.y,
+                f"{level.label} = {level.y:.4g}",
+                transform=ax.get_yaxis_transform(),
+                ha="right",
+                va="top",
+                fontsize=7,
+                color=level.color,
+            )
+        if log_x:
+            ax.set_xscale("log")
+        if spec.y_scale == "log":
+            ax.set_yscale("log")
+        ax.set_xlabel(labels["x_label"])
+        ax.set_ylabel(labels["y_label"])
+        if len(panels) > 1 or panel != "all":
+            ax.set_title(panel, fontsize="medium")
+        ax.grid(True, which="both", alpha=0.3)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_visible(False)
+    fig.suptitle(labels["title"])
+    fig.tight_layout()
+    handles = legend_handles(series, metrics, colors, by_metric)
+    if len(handles) > 1 or not by_metric:
+        fig.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small", frameon=False)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def legend_handles(series: list[str], metrics: list[str], colors: dict, by_metric: bool) -> list:
+    """Metrics by colour when there is one series; else series by colour and metrics by line style."""
+    if by_metric:
+        return [Line2D([], [], color=f"C{m % MAX_CYCLE}", label=metric) for m, metric in enumerate(metrics)]
+    handles = [Line2D([], [], color=colors[s], label=s) for s in series]
+    if len(metrics) > 1:
+        handles += [
+            Line2D([], [], color="black", ls=STYLES[m % len(STYLES)], label=metric) for m, metric in enumerate(metrics)
+        ]
+    return handles

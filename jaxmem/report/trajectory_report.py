@@ -1,0 +1,152 @@
+"""The report files of a trajectory sweep: trajectories.csv, trajectory.png, stages.csv, escape.png and
+the report.md sections, driven by `[report.trajectory]` (keys in jaxmem.report.trajectory_spec).
+
+Nothing is written when the store holds no trajectory (record_trajectory off). Mid-sweep, runs still
+in flight are included with status "running" (see jaxmem.report.trajectory_data).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from jaxmem.expr import ExpressionError, evaluate
+from jaxmem.report.analysis import group_labels
+from jaxmem.report.escape import escape_fits, slope_ratios
+from jaxmem.report.escape_plot import plot_escape
+from jaxmem.report.stages import crossing_column, stage_table
+from jaxmem.report.trajectory_data import Trajectories, common_names, load_trajectories, varying
+from jaxmem.report.trajectory_markdown import crossings_section, escape_section, overview_section, plateaus_section
+from jaxmem.report.trajectory_plot import Level, plot_trajectories
+from jaxmem.report.trajectory_spec import TrajectorySpec, trajectory_spec
+
+STAGES_CSV = "stages.csv"
+
+
+def write_trajectory_report(
+    out_dir: Path,
+    report_spec: dict,
+    raw: pd.DataFrame | None,
+    runs: pd.DataFrame,
+    planned: pd.DataFrame | None,
+    written: list[Path],
+) -> list[str]:
+    """Write the trajectory files into `out_dir` (appended to `written`); return report.md sections.
+
+    `raw`: the store's trajectories table (run_id, step, metrics JSON); `runs`: the expanded runs
+    table; `planned`: the plan of runs in flight (jaxmem.report.trajectory_data.planned_runs) or None.
+    """
+    if raw is None or raw.empty:
+        return []
+    out_dir = Path(out_dir)
+    spec = trajectory_spec(report_spec)
+    traj = load_trajectories(raw, runs, planned)
+    metrics = chosen_metrics(spec, traj)
+    group_by = list(spec.group_by)
+    color_by = (
+        list(spec.color_by)
+        if spec.color_by is not None
+        else [c for c in varying(traj.runs, traj.fields) if c not in group_by]
+    )
+    check_fields(spec, traj, group_by + color_by)
+
+    csv_path = out_dir / "trajectories.csv"
+    traj.frame.to_csv(csv_path, index=False)
+    written.append(csv_path)
+
+    labelled = label_runs(traj.runs, group_by, color_by)
+    frame = labelled[["run_id", "panel", "series"]].merge(traj.frame, on="run_id")  # sorted like labelled
+    panels = list(dict.fromkeys(labelled["panel"]))
+    levels = {p: panel_levels(spec, labelled[labelled["panel"] == p], traj.fields) for p in panels}
+    measured = bool(spec.crossings or spec.plateaus)
+    stages = stage_table(traj, spec) if measured else pd.DataFrame()
+    if measured:
+        stages = labelled[["run_id", "panel", "series"]].merge(stages, on="run_id", how="left")  # in plot order
+        stages_path = out_dir / STAGES_CSV
+        stages.to_csv(stages_path, index=False)
+        written.append(stages_path)
+
+    title = spec.title or report_spec.get("title", "Trajectories")
+    labels = {
+        "title": title,
+        "x_label": spec.x_label or ("step" if spec.x == "step" else "time (step × lr)"),
+        "y_label": spec.y_label or (metrics[0] if len(metrics) == 1 else "metric"),
+    }
+    plot_name = None
+    if frame[metrics].notna().any().any() and frame[spec.x].notna().any():
+        written.append(
+            plot_trajectories(
+                out_dir / "trajectory.png", frame, spec, metrics, panels, levels, marks(stages, spec, metrics), labels
+            )
+        )
+        plot_name = "trajectory.png"
+
+    sections = [overview_section(frame, labelled, spec, metrics, traj.metrics, levels, plot_name)]
+    if measured:
+        sections += [crossings_section(stages, spec, STAGES_CSV), plateaus_section(stages, spec)]
+    if spec.escape is not None:
+        fits = escape_fits(stages, spec, traj.fields)
+        escape_name = None
+        if (fits["n"] > 0).any():
+            written.append(plot_escape(out_dir / "escape.png", stages, fits, spec, title))
+            escape_name = "escape.png"
+        sections.append(escape_section(fits, slope_ratios(fits), spec, escape_name))
+    return [s for s in sections if s]
+
+
+def chosen_metrics(spec: TrajectorySpec, traj: Trajectories) -> list[str]:
+    """The metrics to draw (checked to be recorded), and the crossing and plateau metrics checked too."""
+    wanted = list(spec.metrics) if spec.metrics is not None else (["loss"] if "loss" in traj.metrics else traj.metrics)
+    used = wanted + [c.metric for c in spec.crossings] + [p.metric for p in spec.plateaus]
+    unknown = sorted({m for m in used if m not in traj.metrics})
+    if unknown:
+        raise ValueError(f"report.trajectory: metrics {unknown} are not recorded (recorded: {traj.metrics})")
+    return wanted
+
+
+def check_fields(spec: TrajectorySpec, traj: Trajectories, fields: list[str]) -> None:
+    known = set(traj.fields) | {"lr", "seed"}
+    escape = list(spec.escape.group_by) if spec.escape is not None else []
+    unknown = sorted({f for f in fields + escape if f not in known})
+    if unknown:
+        raise ValueError(f"report.trajectory: {unknown} are not config fields (fields: {sorted(known)})")
+
+
+def label_runs(runs: pd.DataFrame, group_by: list[str], color_by: list[str]) -> pd.DataFrame:
+    """The runs sorted by their group_by and color_by values and seed, with `panel` and `series` labels."""
+    keys = list(dict.fromkeys(group_by + color_by + ["seed"]))
+    ordered = runs.sort_values(keys, kind="stable")
+    ordered = ordered.reset_index(drop=True)
+    return ordered.assign(panel=group_labels(ordered, group_by), series=group_labels(ordered, color_by))
+
+
+def panel_levels(spec: TrajectorySpec, runs: pd.DataFrame, fields: list[str]) -> list[Level]:
+    """The reference lines of one panel, evaluated with the names its runs share."""
+    names = common_names(runs, fields)
+    levels = []
+    for ref in spec.references:
+        try:
+            y = float(evaluate(ref.y, names))
+        except ExpressionError as err:
+            if not runs["point"].map(lambda v: isinstance(v, str)).any():
+                continue  # only runs in flight whose config is not known yet
+            raise ValueError(f"report.trajectory.references: {err} (names constant within the panel)") from None
+        levels.append(Level(y=y, label=ref.label, color=ref.color, style=ref.style))
+    return levels
+
+
+def marks(stages: pd.DataFrame, spec: TrajectorySpec, metrics: list[str]) -> pd.DataFrame:
+    """The crossings of drawn metrics as points to mark: panel, series, metric, x (plot units), level."""
+    rows = []
+    for c in spec.crossings:
+        if c.metric not in metrics or stages.empty:
+            continue
+        part = stages[["panel", "series", crossing_column(c.label, spec.x), crossing_column(c.label, "level")]]
+        part.columns = ["panel", "series", "x", "level"]
+        rows.append(part.assign(metric=c.metric))
+    if not rows:
+        return pd.DataFrame(columns=["panel", "series", "metric", "x", "level"])
+    table = pd.concat(rows, ignore_index=True)
+    return table[np.isfinite(table["x"].astype(float))]

@@ -1,0 +1,417 @@
+"""Reports of trajectory sweeps (jaxmem.report.trajectory_*, stages, escape) on synthetic stores whose
+curves have known crossings, plateaus and escape slopes: no training."""
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from jaxmem.report import write_report
+from jaxmem.report.escape import escape_fits, fit_line
+from jaxmem.report.stages import first_crossing, plateau
+from jaxmem.report.trajectory_data import planned_runs
+from jaxmem.report.trajectory_spec import trajectory_spec
+from jaxmem.reporting import report
+from jaxmem.store import Store, load_results
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+LR = 0.1
+LAMBDA_R, LAMBDA_S = 0.07655, 0.02923  # Nichani et al. §6.3, Fig 5
+EVERY, STEPS, WIDTH = 64, 8192, 1000
+ALPHAS = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7)
+JITTER = 8.0  # seed 0 crosses JITTER steps late, seed 1 JITTER early: the mean law is unchanged
+FACTOR = {"population": 1.0, "sampled": 1.2}  # the sampled model escapes 20% slower
+TRAJECTORY = {
+    "metrics": ["loss", "relation_loss", "subject_loss"],
+    "group_by": ["model"],
+    "references": [{"y": "log(32)", "label": "ln |A|"}, {"y": "log(D)", "label": "ln D"}],
+    "stages": [
+        {"from": 0, "to": 1800, "label": "Stage 1: Init"},
+        {"from": 1800, "to": 5000, "label": "Stage 2: Hallucination"},
+        {"from": 5000, "to": 8192, "label": "Stage 3: Convergence"},
+    ],
+    "crossings": [
+        {"metric": "relation_loss", "below": "log(4)/2", "label": "relation learned"},
+        {"metric": "subject_loss", "below": "log(S/2)/2", "label": "subject learned"},
+    ],
+    "plateau": {"metric": "loss", "near": "log(D)", "tol": 0.1, "label": "hallucination"},
+    "escape": {
+        "x": "log(1/init_scale)",
+        "x_label": "ln(1/α)",
+        "predicted": {"relation learned": "1/(lr*0.07655)", "subject learned": "1/(lr*0.02923)"},
+    },
+}
+
+
+def ramp(step, centre):
+    """1 before centre − WIDTH/2, 0 after centre + WIDTH/2, linear between: crosses 1/2 at `centre`."""
+    return np.clip(0.5 + (centre - step) / WIDTH, 0.0, 1.0)
+
+
+def escape_steps(model, alpha, seed):
+    """The designed crossing steps: ln(1/α)/(lr·λ) (× the model's factor), ± JITTER by seed."""
+    shift = JITTER if seed == 0 else -JITTER
+    e = math.log(1 / alpha)
+    return FACTOR[model] * e / (LR * LAMBDA_R) + shift, FACTOR[model] * e / (LR * LAMBDA_S) + shift
+
+
+def curves(model, alpha, seed, steps=STEPS):
+    """loss = ln4·u_r + ln8·u_s: ln 32 at init, a plateau at ln 8 after the relation ramp, 0 at the end."""
+    t_r, t_s = escape_steps(model, alpha, seed)
+    grid = np.arange(0, steps + 1, EVERY)
+    u_r, u_s = ramp(grid, t_r), ramp(grid, t_s)
+    metrics = {"relation_loss": math.log(4) * u_r, "subject_loss": math.log(8) * u_s}
+    metrics["loss"] = metrics["relation_loss"] + metrics["subject_loss"]
+    metrics["accuracy"] = 1.0 - 0.875 * u_s
+    return grid, metrics
+
+
+def run_id(model, alpha, seed):
+    return f"{model}-{alpha:g}-{seed}"
+
+
+def run_row(model, alpha, seed, steps=STEPS, diverged=False):
+    config = {"model": model, "init_scale": alpha, "S": 16, "R": 4, "D": 8}
+    return {
+        "run_id": run_id(model, alpha, seed),
+        "point": f"{model}-{alpha:g}",
+        "seed": seed,
+        "lr": LR,
+        "value": None,
+        "round": 0,
+        "config": config,
+        "bucket": "b0",
+        "max_metric": 1.0,
+        "final_metric": 1.0,
+        "final_loss": 0.0,
+        "steps_run": steps,
+        "steps_to_threshold": None,
+        "diverged": diverged,
+        "success": True,
+        "wall_time_s": 0.1,
+        "device": "cpu",
+        "finished_at": 0.0,
+        "final_metrics": {"loss": 0.0},
+    }
+
+
+def points(model, alpha, seed, steps=STEPS):
+    grid, metrics = curves(model, alpha, seed, steps)
+    return [
+        (run_id(model, alpha, seed), int(s), {k: float(v[i]) for k, v in metrics.items()}) for i, s in enumerate(grid)
+    ]
+
+
+def fig5_store(out, report_spec, models=("population", "sampled"), seeds=(0, 1)):
+    store = Store(out)
+    resolved = {"experiment": "sequential_learning", "train": {"learning_rates": [LR]}, "report": report_spec}
+    store.set_meta({"experiment": "sequential_learning", "resolved_spec": json.dumps(resolved), "elapsed_s": "1.0"})
+    for model in models:
+        for alpha in ALPHAS:
+            for seed in seeds:
+                store.add_runs([run_row(model, alpha, seed)], points(model, alpha, seed))
+    store.close()
+
+
+# -- the rules ---------------------------------------------------------------------------------------
+
+
+def test_first_crossing_interpolates_between_the_evaluations_around_it():
+    steps, values = [0, 10, 20, 30], [1.0, 0.8, 0.2, 0.1]
+    assert first_crossing(steps, values, 0.5) == pytest.approx(15.0)
+    assert first_crossing(steps, values, 0.8) == 10.0  # reached exactly at an evaluation
+    assert first_crossing(steps, values, 1.5) == 0.0  # already past at the first evaluation
+    assert math.isnan(first_crossing(steps, values, 0.0))  # never
+    assert first_crossing(steps, [0.0, 0.4, 1.0, 1.0], 0.7, "above") == pytest.approx(15.0)
+    # NaN evaluations are skipped: the crossing interpolates between the finite neighbours 0 and 20
+    assert first_crossing(steps, [1.0, math.nan, 0.0, 0.0], 0.25) == pytest.approx(15.0)
+    # it is the FIRST crossing that counts, even if the metric comes back up later
+    assert first_crossing([0, 1, 2, 3, 4], [1, 0, 1, 1, 0], 0.5) == pytest.approx(0.5)
+    assert math.isnan(first_crossing([], [], 0.5))
+
+
+def test_plateau_first_last_length_and_contiguity():
+    steps = np.arange(0, 100, 10)
+    values = np.array([3.0, 2.5, 2.1, 2.05, 2.3, 2.07, 2.09, 1.0, 0.5, 0.1])
+    found = plateau(steps, values, near=2.079, tol=0.1)
+    assert found == {"first": 20.0, "last": 60.0, "length": 40.0, "in_band": 4, "between": 5}
+    assert plateau(steps, values, near=5.0, tol=0.1)["in_band"] == 0
+    assert math.isnan(plateau(steps, values, near=5.0, tol=0.1)["first"])
+
+
+def test_fit_line_slope_and_standard_error():
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    y = 3.0 + 2.0 * x + np.array([0.1, -0.1, -0.1, 0.1])
+    fit = fit_line(x, y)
+    sxx = 5.0
+    assert fit["slope"] == pytest.approx(2.0) and fit["intercept"] == pytest.approx(3.0)
+    assert fit["slope_se"] == pytest.approx(math.sqrt(0.04 / 2 / sxx))
+    assert math.isnan(fit_line([1.0, 1.0], [2.0, 3.0])["slope"])
+    assert math.isnan(fit_line([1.0, 2.0], [2.0, 3.0])["slope_se"])  # two points: a slope, no error
+
+
+def test_trajectory_spec_defaults_and_errors():
+    spec = trajectory_spec({})
+    assert spec.x == "step" and spec.metrics is None and spec.crossings == () and spec.escape is None
+    full = trajectory_spec({"trajectory": TRAJECTORY})
+    assert [c.label for c in full.crossings] == ["relation learned", "subject learned"]
+    assert full.escape.y == "step" and full.escape.group_by == ("model",) and full.escape.tolerance == 0.1
+    assert full.plateaus[0].near == "log(D)" and full.stages[1].start == 1800
+    assert {"D", "S", "init_scale", "lr"} <= full.names()
+    bad = [
+        {"bogus": 1},
+        {"x": "epoch"},
+        {"crossings": [{"metric": "loss"}]},
+        {"crossings": [{"metric": "loss", "below": 1, "above": 2}]},
+        {"stages": [{"from": 5, "to": 1}]},
+        {"plateau": {"metric": "loss", "near": 1}},
+        {"escape": {"x": "log(1/init_scale)"}},  # no crossings to fit
+        {"crossings": [{"metric": "loss", "below": 1, "label": "a"}], "escape": {"x": "a", "predicted": {"b": 1}}},
+        {"references": [{"y": "log(("}]},
+    ]
+    for table in bad:
+        with pytest.raises(ValueError):
+            trajectory_spec({"trajectory": table})
+
+
+# -- the report ----------------------------------------------------------------------------------------
+
+
+def test_fig5_sweep_crossings_plateau_and_escape_law(tmp_path):
+    fig5_store(tmp_path, {"title": "Fig 5", "trajectory": TRAJECTORY})
+    text = report(tmp_path).read_text()
+    for name in ("trajectory.png", "escape.png"):
+        assert (tmp_path / name).read_bytes()[:8] == PNG_MAGIC
+    stages = pd.read_csv(tmp_path / "stages.csv").set_index("run_id")
+    assert len(stages) == 2 * len(ALPHAS) * 2
+
+    for model in FACTOR:
+        for alpha in ALPHAS:
+            for seed in (0, 1):
+                row = stages.loc[run_id(model, alpha, seed)]
+                t_r, t_s = escape_steps(model, alpha, seed)
+                assert row["relation learned [step]"] == pytest.approx(t_r, abs=1e-6)
+                assert row["subject learned [step]"] == pytest.approx(t_s, abs=1e-6)
+                assert row["relation learned [time]"] == pytest.approx(t_r * LR, abs=1e-6)
+                assert row["relation learned [level]"] == pytest.approx(math.log(4) / 2)
+                assert row["subject learned [level]"] == pytest.approx(math.log(8) / 2)
+                # plateau |loss − ln 8| ≤ 0.1: from the end of the relation ramp to the start of the subject ramp
+                first = math.ceil((t_r + WIDTH * (0.5 - 0.1 / math.log(4))) / EVERY) * EVERY
+                last = math.floor((t_s - WIDTH * (0.5 - 0.1 / math.log(8))) / EVERY) * EVERY
+                assert row["plateau hallucination: first [step]"] == first
+                assert row["plateau hallucination: last [step]"] == last
+                assert row["plateau hallucination: length [step]"] == last - first
+                assert row["plateau hallucination: in_band"] == row["plateau hallucination: between"]
+
+    # the escape law: slope = factor / (lr λ) exactly (the ± jitter averages out at every x); its standard
+    # error from residuals of exactly ±JITTER: sqrt(n JITTER² / (n − 2) / Sxx)
+    x = np.log(1 / np.array(ALPHAS))
+    n, sxx = 2 * len(ALPHAS), 2 * float(((x - x.mean()) ** 2).sum())
+    se = math.sqrt(n * JITTER**2 / (n - 2) / sxx)
+    spec = trajectory_spec({"trajectory": TRAJECTORY})
+    fits = escape_fits(stages.reset_index(), spec, ["model", "init_scale", "S", "R", "D"]).set_index(
+        ["crossing", "group"]
+    )
+    for model, factor in FACTOR.items():
+        for label, lam in (("relation learned", LAMBDA_R), ("subject learned", LAMBDA_S)):
+            fit = fits.loc[(label, f"model={model}")]
+            assert fit["slope"] == pytest.approx(factor / (LR * lam), rel=1e-9)
+            assert fit["slope_se"] == pytest.approx(se, rel=1e-6)
+            assert fit["predicted"] == pytest.approx(1 / (LR * lam))
+            assert fit["ratio"] == pytest.approx(factor, rel=1e-9)
+            assert fit["within"] == (model == "population")
+            assert fit["n"] == n
+
+    # report.md: every section, the verdicts and the predicted slopes
+    for heading in ("## Trajectories", "### Crossing times", "### Plateaus", "### Escape-time law"):
+        assert heading in text
+    assert "![trajectory](trajectory.png)" in text and "![escape](escape.png)" in text
+    assert text.count("| PASS |") == 2 and text.count("| FAIL |") == 2
+    assert "130.6" in text and "342.1" in text  # 1/(lr λ_r), 1/(lr λ_s)
+    assert "ln |A| = 3.466" in text and "ln D = 2.079" in text
+    assert "20 runs with recorded trajectories (20 finished)" in text
+    assert "| model=population, init_scale=1e-07 | 2 |" in text  # per panel and series
+
+
+def test_trajectories_csv_is_wide_with_time_config_and_metrics(tmp_path):
+    fig5_store(tmp_path, {"trajectory": {"x": "time", "x_scale": "log", "seeds": "band"}}, models=("population",))
+    report(tmp_path)
+    table = pd.read_csv(tmp_path / "trajectories.csv")
+    expected = {"run_id", "step", "time", "status", "seed", "lr", "model", "init_scale", "S", "loss", "accuracy"}
+    assert expected <= set(table.columns)
+    assert len(table) == len(ALPHAS) * 2 * (STEPS // EVERY + 1)
+    assert np.allclose(table["time"], table["step"] * LR)
+    one = table[table["run_id"] == run_id("population", 1e-5, 0)].sort_values("step")
+    _, metrics = curves("population", 1e-5, 0)
+    assert np.allclose(one["relation_loss"], metrics["relation_loss"])
+    assert (table["status"] == "finished").all()
+    assert (tmp_path / "trajectory.png").read_bytes()[:8] == PNG_MAGIC
+    assert not (tmp_path / "stages.csv").exists() and not (tmp_path / "escape.png").exists()
+
+
+def test_gradient_flow_time_units_for_crossings_and_escape(tmp_path):
+    spec = {
+        **TRAJECTORY,
+        "x": "time",
+        "escape": {**TRAJECTORY["escape"], "predicted": {"relation learned": "1/0.07655"}},
+    }
+    fig5_store(tmp_path, {"trajectory": spec}, models=("population",))
+    text = report(tmp_path).read_text()
+    assert "fitted slope [times per unit x]" in text and "13.06" in text  # 1/λ_r in time units
+    assert text.count("| PASS |") == 1 and "| FAIL |" not in text
+    assert "relation learned [time]" in text
+
+
+def test_sweep_without_trajectories_writes_nothing_trajectory_related(tmp_path):
+    store = Store(tmp_path)
+    resolved = {"experiment": "sequential_learning", "report": {"trajectory": TRAJECTORY}}
+    store.set_meta({"experiment": "sequential_learning", "resolved_spec": json.dumps(resolved), "elapsed_s": "1.0"})
+    store.add_runs([run_row("population", 1e-5, 0)])
+    store.close()
+    text = report(tmp_path).read_text()
+    for name in ("trajectories.csv", "trajectory.png", "stages.csv", "escape.png"):
+        assert not (tmp_path / name).exists()
+    assert "Trajectories" not in text and "Crossing" not in text
+    paths = write_report(tmp_path / "direct", {}, pd.DataFrame(), pd.DataFrame(), {}, None, pd.DataFrame())
+    assert [p.name for p in paths] == ["report.md"]
+
+
+def test_mid_sweep_runs_in_flight_get_their_config_from_the_plan(tmp_path):
+    """A grid sweep half done: two runs finished, two still running (trajectories but no runs row yet, and
+    only their first quarter of steps). The plan gives the running runs their config."""
+    resolved = {
+        "experiment": "assoc_memory",
+        "seeds": [0, 1],
+        "fixed": {"model": "linear", "d": 8, "N": 16},
+        "grid": {"M": [4, 8]},
+        "train": {"steps": STEPS, "eval_every": EVERY, "learning_rates": [LR]},
+        "report": {
+            "trajectory": {
+                "metrics": ["relation_loss"],
+                "group_by": ["M"],
+                "crossings": [{"metric": "relation_loss", "below": "log(4)/2", "label": "learned"}],
+                "references": [{"y": "log(M)", "label": "ln M"}],
+            }
+        },
+    }
+    plan = planned_runs(resolved).sort_values(["M", "seed"]).reset_index(drop=True)
+    assert len(plan) == 4 and set(plan["M"]) == {4, 8}
+    store = Store(tmp_path)
+    store.set_meta({"experiment": "assoc_memory", "resolved_spec": json.dumps(resolved), "elapsed_s": "1.0"})
+    for i, run in enumerate(plan.to_dict("records")):
+        grid, metrics = curves("population", 1e-4 if i < 2 else 1e-7, 0)
+        done = i < 2
+        cut = len(grid) if done else len(grid) // 4  # running runs have reached step 2048 only
+        traj = [
+            (run["run_id"], int(grid[j]), {"relation_loss": float(metrics["relation_loss"][j])}) for j in range(cut)
+        ]
+        if done:
+            row = run_row("population", 1e-4, run["seed"])
+            row.update(run_id=run["run_id"], point=run["point"], config={k: run[k] for k in ("model", "d", "N", "M")})
+            store.add_runs([row], traj)
+        else:
+            store.add_runs([], traj)
+    store.close()
+
+    text = report(tmp_path).read_text()
+    table = pd.read_csv(tmp_path / "trajectories.csv")
+    status = table.groupby("run_id")["status"].first()
+    assert sorted(status) == ["finished", "finished", "running", "running"]
+    assert table["M"].notna().all()  # the running runs' config came from the plan
+    stages = pd.read_csv(tmp_path / "stages.csv").set_index("run_id")
+    t_early, _ = escape_steps("population", 1e-4, 0)
+    assert stages.loc[plan["run_id"][0], "learned [step]"] == pytest.approx(t_early, abs=1e-6)
+    # M = 8 runs (α = 1e-7) cross at ≈ 2113 > 2048: not yet
+    assert stages.loc[plan["run_id"][2:], "learned [step]"].isna().all()
+    assert "2 finished, 2 running" in text and "not yet" in text
+    assert "ln M = 1.386" in text and "ln M = 2.079" in text  # a reference line per panel
+    assert (tmp_path / "trajectory.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_unknown_metric_or_field_is_an_error(tmp_path):
+    fig5_store(tmp_path, {"trajectory": {"metrics": ["los"]}}, models=("population",), seeds=(0,))
+    with pytest.raises(ValueError, match="not recorded"):
+        report(tmp_path)
+    raw = load_results(tmp_path, "trajectories")
+    runs = load_results(tmp_path)
+    with pytest.raises(ValueError, match="not config fields"):
+        write_report(tmp_path, {"trajectory": {"group_by": ["modle"]}}, pd.DataFrame(), runs, {}, None, raw)
+    with pytest.raises(ValueError, match="unknown names"):
+        spec = {"crossings": [{"metric": "loss", "below": "log(Q)"}]}
+        write_report(tmp_path, {"trajectory": spec}, pd.DataFrame(), runs, {}, None, raw)
+
+
+def test_search_sweep_with_trajectories_and_an_open_probe(tmp_path):
+    """Search sweeps may record trajectories too (capacity files and trajectory files side by side); a
+    probe still in flight has no config anywhere (the plan of a search is not known up front)."""
+    from jaxmem.spec import load
+
+    resolved = load("tests/specs/tiny_mlp.toml").resolved
+    assert planned_runs(resolved).empty
+    store = Store(tmp_path)
+    store.set_meta({"experiment": "assoc_memory", "resolved_spec": json.dumps(resolved), "elapsed_s": "1.0"})
+    rows, traj = [], []
+    for n in (8, 16, 32):
+        row = run_row("mlp", 1e-5, 0)
+        row.update(run_id=f"n{n}", point="p", value=n, config={"model": "mlp", "d": 8, "m": 8, "N": n}, success=n < 32)
+        rows.append(row)
+        traj += [
+            (f"n{n}", s, {"loss": math.log(n) * math.exp(-s / 100), "accuracy": 1 - math.exp(-s / 50)})
+            for s in range(0, 512, 32)
+        ]
+    traj += [("open-probe", s, {"loss": 1.0, "accuracy": 0.5}) for s in (0, 32)]
+    search = {
+        "unit": "p/0",
+        "point": "p",
+        "seed": 0,
+        "config": {"model": "mlp", "d": 8, "m": 8},
+        "variable": "N",
+        "capacity": 16.0,
+        "first_failure": 32.0,
+        "censored": "",
+        "rounds": 2,
+        "probes": 3,
+        "non_monotone": False,
+        "params": 128.0,
+        "bits": 64.0,
+        "status": "done",
+    }
+    store.add_runs(rows, traj)
+    store.add_searches([search])
+    store.close()
+    spec = {"crossings": [{"metric": "accuracy", "above": 0.99, "label": "fit"}], "references": [{"y": "log(d)"}]}
+    resolved["report"] = {"trajectory": spec}
+    store = Store(tmp_path)
+    store.set_meta({"resolved_spec": json.dumps(resolved)})
+    store.close()
+    text = report(tmp_path).read_text()
+    for name in ("capacity.csv", "trajectories.csv", "trajectory.png", "stages.csv"):
+        assert (tmp_path / name).exists()
+    stages = pd.read_csv(tmp_path / "stages.csv").set_index("run_id")
+    # accuracy 1 − e^{−s/50} ≥ 0.99 at s = 50 ln 100 = 230.3, interpolated between the evaluations at 224 and 256
+    a, b = 1 - math.exp(-224 / 50), 1 - math.exp(-256 / 50)
+    assert stages.loc["n8", "fit [step]"] == pytest.approx(224 + (0.99 - a) * 32 / (b - a))
+    assert stages.loc["open-probe", "status"] == "running" and math.isnan(stages.loc["open-probe", "fit [step]"])
+    assert "## Capacity" in text and "3 finished, 1 running" in text
+    assert "N=8" in text and "log(d) = 2.079" in text  # one colour per N
+    # a reference line is one value per panel: N varies inside the panel
+    spec["references"] = [{"y": "log(N)"}]
+    store = Store(tmp_path)
+    store.set_meta({"resolved_spec": json.dumps(resolved)})
+    store.close()
+    with pytest.raises(ValueError, match="constant within the panel"):
+        report(tmp_path)
+
+
+def test_the_documented_example_is_a_valid_table():
+    import tomllib
+
+    from jaxmem.report import trajectory_spec as module
+
+    block = module.__doc__.split("Example")[1].split("\nRules")[0]
+    text = "\n".join(line[4:] for line in block.splitlines()[1:])
+    spec = trajectory_spec(tomllib.loads(text)["report"])
+    assert [c.label for c in spec.crossings] == ["relation learned", "subject learned"]
+    assert spec.escape.predicted["subject learned"] == "1/(lr*0.02923)" and len(spec.stages) == 3
