@@ -65,8 +65,8 @@ def normal_matrices(key: jax.Array, shapes: list[tuple[int, ...]], truncated: li
         raise ValueError(f"truncated has {len(truncated)} flags for {len(shapes)} shapes")
     sizes = [math.prod(shape) for shape in shapes]
 
-    def per_entry(values):
-        return jnp.repeat(jnp.asarray(values, jnp.float32), jnp.asarray(sizes), total_repeat_length=sum(sizes))
+    def per_entry(values):  # (jnp.repeat with a total length makes XLA constant-fold a cumsum over every entry)
+        return jnp.concatenate([jnp.full((n,), v, jnp.float32) for v, n in zip(values, sizes)])
 
     low = per_entry([1.0 - _TWO_SIGMA if t else 0.0 for t in truncated])
     width = per_entry([2.0 * _TWO_SIGMA - 1.0 if t else 1.0 for t in truncated])
