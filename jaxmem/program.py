@@ -132,22 +132,38 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
         )
         return record(settle(fresh, metrics), metrics)
 
-    def train_step(state: RunState, dyn) -> RunState:
+    def train_step(carry, dyn):
+        """One optimizer step of every slot, frozen or not (the block keeps or discards the result)."""
+        state, finite = carry
         opt = exp.optimizer(dyn)
         batch_key = jax.random.fold_in(jax.random.fold_in(state.key, BATCH_STREAM), state.step)
         loss, grads = jax.value_and_grad(exp.loss)(state.params, state.problem, shape, dyn, batch_key)
         updates, opt_state = opt.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
-        finite = jnp.isfinite(loss) & _all_finite(params)
+        return state._replace(params=params, opt_state=opt_state, step=state.step + 1), finite & jnp.isfinite(loss)
+
+    def commit(state: RunState, trained: RunState, finite: jax.Array) -> RunState:
+        """Keep a block's training where the run was live and stayed finite; a run that went
+        non-finite keeps the state of the block's start and is marked diverged (and done)."""
+        finite = finite & _all_finite(trained.params)
         live = ~state.done
         take = live & finite
+        keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(take, a, b), new, old)  # noqa: E731
         return state._replace(
-            params=jax.tree.map(lambda a, b: jnp.where(take, a, b), params, state.params),
-            opt_state=jax.tree.map(lambda a, b: jnp.where(take, a, b), opt_state, state.opt_state),
-            step=state.step + take.astype(jnp.int32),
+            params=keep(trained.params, state.params),
+            opt_state=keep(trained.opt_state, state.opt_state),
+            step=jnp.where(take, trained.step, state.step),
             diverged=state.diverged | (live & ~finite),
             done=state.done | (live & ~finite),
         )
+
+    def train_block(state: RunState, dyn) -> RunState:
+        """`eval_every` optimizer steps. Freezing and the divergence check happen once per block, not
+        per step: the per-step selects cost as much as a tiny model's own arithmetic."""
+        trained, finite = jax.lax.fori_loop(
+            0, settings.eval_every, lambda _, c: train_step(c, dyn), (state, state.step >= 0)
+        )  # (True, derived from the state so that it keeps the per-device sharding type)
+        return commit(state, trained, finite)
 
     def flow_block(state: RunState, dyn) -> RunState:
         """Gradient flow θ̇ = −∇L over the next `eval_every` steps of `lr` time units each, solved by
@@ -167,23 +183,18 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
             max_steps=MAX_SOLVER_STEPS,
             throw=False,
         )
-        params = jax.tree.map(lambda y: y[-1], solution.ys)
-        ok = (solution.result == diffrax.RESULTS.successful) & _all_finite(params)
-        live = ~state.done
-        take = live & ok
-        return state._replace(
-            params=jax.tree.map(lambda a, b: jnp.where(take, a, b), params, state.params),
+        trained = state._replace(
+            params=jax.tree.map(lambda y: y[-1], solution.ys),
             opt_state={"solver_steps": state.opt_state["solver_steps"] + solution.stats["num_accepted_steps"]},
-            step=state.step + take.astype(jnp.int32) * settings.eval_every,
-            diverged=state.diverged | (live & ~ok),
-            done=state.done | (live & ~ok),
+            step=state.step + settings.eval_every,
         )
+        return commit(state, trained, solution.result == diffrax.RESULTS.successful)
 
     def block_one(state: RunState, dyn) -> RunState:
         if settings.steps and flow:
             state = flow_block(state, dyn)
         elif settings.steps:  # constructions evaluated without training compile no training step
-            state = jax.lax.fori_loop(0, settings.eval_every, lambda _, s: train_step(s, dyn), state)
+            state = train_block(state, dyn)
         metrics = evaluate(state.params, state.problem, dyn, state.opt_state)
         settled = record(settle(state, metrics), metrics)
         live = ~state.done
