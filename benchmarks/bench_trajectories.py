@@ -49,7 +49,9 @@ def family(steps: int):
             "fixed": {"model": "population", "S": 16, "R": 4, "D": 8, "noise": 20, "T": 32, "init": "constant"},
             "grid": {"init_scale": {"log_range": [1e-7, 1e-3], "num": 16}},
             "train": {"steps": steps, "eval_every": 64, "learning_rates": [0.1]},
-            "engine": {"record_trajectory": True},
+            # A tiny model: per-op overhead, not arithmetic, bounds a step, so all 64 runs share one program
+            # (the default slot count targets ~4 MFLOP per step on a CPU and would give 4 slots here).
+            "engine": {"record_trajectory": True, "max_slots": 64},
         },
         name="trajectory_family",
     )
