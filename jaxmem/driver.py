@@ -131,7 +131,7 @@ class Sweep:
 
     def _search_row(self, unit: Unit, b: searching.Bracket) -> dict:
         config = self.exp.complete(unit.point)
-        at_capacity = {**config, self.spec.search.variable: b.capacity} if not math.isnan(b.capacity) else None
+        at_capacity = {**config, self.spec.search.variable: int(b.capacity)} if not math.isnan(b.capacity) else None
         return {
             "unit": unit.id,
             "point": point_id(unit.point),

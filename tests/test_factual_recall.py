@@ -156,3 +156,24 @@ def test_padded_run_with_scaling_equals_unpadded_run():
     small = run_program([config], EXACT, 2, 12, [1e-2], stop=2.0, exp=EXP, eval_every=4)
     big = run_program([config], BIG, 2, 12, [1e-2], stop=2.0, exp=EXP, eval_every=4)
     assert_padded_matches(small, big, ("loss", "accuracy", "exact_accuracy"), 12)
+
+
+def test_search_row_of_a_square_scaling_counts_bits_at_the_integer_capacity(tmp_path):
+    from jaxmem import spec as specmod
+    from jaxmem.catalog import _NoStore
+    from jaxmem.driver import Sweep, Unit
+    from jaxmem.search import Bracket
+
+    raw = {
+        "experiment": "factual_recall",
+        "fixed": {"scaling": "square", "d": 16, "H": 2, "d_h": 4, "m": 8, "T": 8},
+        "train": {"steps": 8, "eval_every": 8},
+        "search": {"variable": "size", "lo": "4", "hi": "16"},
+    }
+    spec = specmod.parse(raw, name="square")
+    sweep = Sweep(spec, tmp_path, _NoStore(), None)
+    row = sweep._search_row(Unit(spec.points[0], 0), Bracket(lo=9, hi=10, lo_ok=True, hi_bad=True, done=True))
+    assert row["capacity"] == 9.0
+    assert row["bits"] == pytest.approx(
+        EXP.info_bits(EXP.complete({**spec.points[0], "S": 9, "R": 3, "scaling": "none"}))
+    )
