@@ -131,20 +131,21 @@ class Sweep:
 
     def _search_row(self, unit: Unit, b: searching.Bracket) -> dict:
         config = self.exp.complete(unit.point)
-        at_capacity = {**config, self.spec.search.variable: int(b.capacity)} if not math.isnan(b.capacity) else None
+        variable = self.spec.search.variable
+        at_capacity = {**config, variable: int(b.capacity)} if not math.isnan(b.capacity) else None
         return {
             "unit": unit.id,
             "point": point_id(unit.point),
             "seed": unit.seed,
             "config": unit.point,
-            "variable": self.spec.search.variable,
+            "variable": variable,
             "capacity": b.capacity,
             "first_failure": b.first_failure,
             "censored": b.censored,
             "rounds": b.rounds,
             "probes": b.probes,
             "non_monotone": b.non_monotone,
-            "params": self.exp.num_params(config),
+            "params": self.exp.num_params(at_capacity or {**config, variable: b.lo}),  # the variable may size it
             "bits": self.exp.info_bits(at_capacity) if at_capacity else math.nan,
             "status": "done",
         }

@@ -177,3 +177,24 @@ def test_search_row_of_a_square_scaling_counts_bits_at_the_integer_capacity(tmp_
     assert row["bits"] == pytest.approx(
         EXP.info_bits(EXP.complete({**spec.points[0], "S": 9, "R": 3, "scaling": "none"}))
     )
+
+
+def test_search_row_counts_parameters_at_the_capacity_of_a_searched_width(tmp_path):
+    from jaxmem import spec as specmod
+    from jaxmem.catalog import _NoStore
+    from jaxmem.driver import Sweep, Unit
+    from jaxmem.search import Bracket
+
+    raw = {
+        "experiment": "factual_recall",
+        "fixed": {"S": 4, "R": 4, "d": 16, "H": 2, "d_h": 4, "T": 8},
+        "train": {"steps": 8, "eval_every": 8},
+        "search": {"variable": "m", "lo": "2", "hi": "64"},
+    }
+    spec = specmod.parse(raw, name="width")
+    sweep = Sweep(spec, tmp_path, _NoStore(), None)
+    unit = Unit(spec.points[0], 0)
+    row = sweep._search_row(unit, Bracket(lo=12, hi=13, lo_ok=True, hi_bad=True, done=True))
+    assert row["params"] == 4 * 2 * 16 * 4 + 2 * 12 * 16
+    below = sweep._search_row(unit, Bracket(lo=2, hi=64, lo_ok=False, hi_bad=False, censored="below", done=True))
+    assert below["params"] == 4 * 2 * 16 * 4 + 2 * 2 * 16 and np.isnan(below["bits"])
