@@ -12,6 +12,7 @@ from jaxmem.plan import Bucket, padding_waste
 from jaxmem.report import write_report
 from jaxmem.report.final_metrics import expand_final_metrics
 from jaxmem.report.trajectory_data import planned_runs
+from jaxmem.spec import TrainSpec
 from jaxmem.store import expand_config, load_results
 
 
@@ -31,6 +32,10 @@ def report(out_dir: str | Path) -> Path:
     meta_view["wall_time_s"] = float(meta.get("elapsed_s", 0.0))
     meta_view["compiles"] = len(compiles)
     meta_view["compile_time_s"] = round(float(compiles["seconds"].sum()), 2) if len(compiles) else 0.0
+    train = spec.get("train", {})
+    if train.get("integrator") == "gradient_flow":  # the solver's settings belong next to its results
+        rtol, atol = train.get("rtol", TrainSpec.rtol), train.get("atol", TrainSpec.atol)
+        meta_view["integrator"] = f"gradient flow, diffrax Tsit5, rtol {rtol:g}, atol {atol:g}"
     trajectories = load_results(out_dir, "trajectories")
     in_flight = not trajectories.empty and not set(trajectories["run_id"]) <= set(raw_runs["run_id"])
     planned = planned_runs(spec) if in_flight else None
