@@ -5,6 +5,7 @@ from __future__ import annotations
 from jaxmem.experiments.base import Experiment, Field
 from jaxmem.experiments import assoc_memory
 from jaxmem.experiments import factual_recall
+from jaxmem.experiments import ntp_linear
 from jaxmem.experiments import sequential_learning
 from jaxmem.experiments import thm10_construction
 
@@ -13,6 +14,7 @@ EXPERIMENTS: dict[str, Experiment] = {
     for exp in (
         assoc_memory.EXPERIMENT,
         factual_recall.EXPERIMENT,
+        ntp_linear.EXPERIMENT,
         sequential_learning.EXPERIMENT,
         thm10_construction.EXPERIMENT,
     )

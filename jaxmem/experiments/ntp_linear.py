@@ -1,0 +1,304 @@
+"""Implicit bias of next-token prediction in a linear decoder (Thrampoulidis 2024; spec 004).
+
+m distinct contexts with fixed embeddings h̄_j ∈ R^d, a vocabulary of V tokens, next-token
+distributions p̂_j with sparse supports S_j (|S_j| = `support`), and a trained linear decoder
+W ∈ R^{V×d} with logits ℓ_j = W h̄_j. The loss is the NTP cross-entropy (Eq. 2)
+CE(W) = −Σ_j π̂_j Σ_{z∈S_j} p̂_{j,z} log S_z(W h̄_j), whose infimum is the entropy ℋ (never attained).
+
+Instance generator (spec §2.1 [rec], the choices that reproduce the paper's ℋ ≈ 1.445 nats):
+- h̄_j ~ N(0, I_d) i.i.d. entries (spec §7 A1);
+- S_j = a uniformly random `support`-subset of [V], independent across j (duplicates allowed, A4): the
+  `support` tokens with the smallest of V i.i.d. uniforms;
+- p̂_j | S_j ~ Dirichlet(1, …, 1) on S_j (normalised exponentials), zero off-support (A2);
+- π̂_j = 1/m: the population ("direct") mode, the spec's default (A3). The sampled n = 5000 mode is not
+  built, so there is no `n` field (n only enters the theory through π̂_j ≥ 1/n).
+- init (spec §3.1, A5): `lecun` W_0 ~ N(0, 1/d) (fan-in d), or `zero` (the control).
+All draws are shape-stable (jaxmem.random): entry (j, i) of each matrix depends only on the key and
+(j, i), so m, d and V are all padded like the other experiments (true sizes in `dyn`): padded contexts
+get π̂ = 0, padded embedding dims are zero in H̄ and W_0, padded tokens get logits −1e30 (never −inf,
+spec §2.3) and are neither in- nor out-of-support.
+
+Optimisers (spec §3.1), a traced choice (dyn["opt"] = 0, 1, 2; all three share one bucket and one
+program: the Adam moments are carried and updated for every run, the update is selected by
+jnp.where — a few V×d arrays, negligible), each at step size `lr × eta`, where `eta` defaults to
+the paper's step for that optimiser (GD 0.5, NGD 0.01, Adam 0.01) so that one sweep's
+`learning_rates = [1.0]` reproduces Figs 4–5 while grid-ing over the optimiser:
+- `gd`: optax.sgd; `ngd`: W ← W − η ∇/‖∇‖_F (A6: gradient-norm normalisation, the Frobenius norm over
+  the whole parameter tree), written as `normalize_by_global_norm()` chained with optax.sgd;
+- `adam`: optax.adam with β = (0.9, 0.99), ε = 1e-8, standard bias correction (A7).
+
+Reference solution W* (spec §1.4, §5): the minimum-norm solution of the in-support log-odds
+equations (4), (e_{z_j} − e_{z'})ᵀ W h̄_j = log(p̂_{j,z_j}/p̂_{j,z'}) for z' ∈ S_j \\ {z_j}, with the
+anchor z_j = the smallest index in S_j (A4); it lies in F = span{(e_z − e_z')h̄_jᵀ} (the rows of the
+constraint matrix A). With K = A Aᵀ (an (mV × mV) Gram matrix over the padded (j, z') grid, identity
+on inactive pairs): W* = Aᵀ K⁺ b and P_F(W) = Aᵀ K⁺ A W. K⁺ is stored in the problem (mV² floats).
+Computed in the engine's float32; the gap is logged via the exact decomposition D3
+(CE − ℋ = KL_in + out), never as CE − ℋ (A15), so gaps down to ~1e-7·ℋ are resolved.
+
+Metrics: loss (CE), loss_gap (KL_in + out, D3), gap_in (KL_in: depends only on P_F W), gap_out (the
+out-of-support mass term), w_norm = ‖W‖_F, w_perp_norm = ‖W − P_F W‖_F, dist_F = ‖P_F W − W*‖_F,
+rel_dist_F = dist_F / ‖W*‖_F, accuracy = fraction of contexts whose every in-support logit exceeds
+every out-of-support logit (the support is "separated"; 1 once W is NTP-separating on the data).
+
+Not built yet (issue #5): the NTP-SVM direction W^mm (a QP: cos(W, W^mm), cos_perp, margins), the
+compatibility / separability predicates (LP) and bad-instance reporting, the 2-D toy instance, the
+sampled-n mode, float64 references.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxmem import random as jr
+from jaxmem.experiments.base import Experiment, Field, bits
+
+OPTIMIZERS = ("gd", "ngd", "adam")
+PAPER_ETA = {"gd": 0.5, "ngd": 0.01, "adam": 0.01}  # spec §3.1 (App. A.2)
+NEG = -1e30  # logit of a padded token (spec §2.3: never -inf)
+
+FIELDS = {
+    "m": Field(int, "number of distinct contexts", minimum=1),
+    "d": Field(int, "embedding dimension", minimum=1),
+    "V": Field(int, "vocabulary size", minimum=2),
+    "support": Field(int, "next-token support size |S_j| of every context", minimum=1),
+    "optimizer": Field(str, "gd | ngd (gradient-norm normalised GD) | adam", choices=OPTIMIZERS),
+    "eta": Field(float, "step size (times lr); 0 = the paper's: gd 0.5, ngd/adam 0.01", default=0.0, minimum=0.0),
+    "init": Field(str, "lecun (N(0, 1/d)) or zero", default="lecun", choices=("lecun", "zero")),
+}
+
+
+def check(config) -> list[str]:
+    problems = []
+    if config["support"] > config["V"]:
+        problems.append(f"support = {config['support']} > V = {config['V']}")
+    if config["support"] == config["V"]:
+        problems.append("support = V: no out-of-support token (the paper's standing assumption S_j < V fails)")
+    return problems
+
+
+def shape(config, pad) -> dict:
+    return {
+        "init": config["init"],
+        "m": pad(config["m"], "m"),
+        "d": pad(config["d"], "d"),
+        "V": pad(config["V"], "V"),
+    }
+
+
+def dynamic(config) -> dict:
+    eta = float(config["eta"]) or PAPER_ETA[config["optimizer"]]
+    return {
+        "m": config["m"],
+        "d": config["d"],
+        "V": config["V"],
+        "support": config["support"],
+        "eta": eta,
+        "opt": OPTIMIZERS.index(config["optimizer"]),
+    }
+
+
+def instance(key, shape, dyn) -> dict:
+    """The data (spec §2.1): H (m, d), P (m, V) zeros off-support, mask (m, V), pi (m,), plus W_0."""
+    m, d, V = shape["m"], shape["d"], shape["V"]
+    gauss_h, gauss_w = jr.normal_matrices(key, [(m, d), (V, d)])
+    u_support, u_prob = jr.uniform_matrices(jax.random.fold_in(key, 1), [(m, V), (m, V)])
+    rows, tokens = jr.active_mask(m, dyn["m"]), jr.active_mask(V, dyn["V"])
+    H = jnp.where(jr.block_mask((m, d), dyn["m"], dyn["d"]), gauss_h, 0.0)
+    u = jnp.where(tokens[None, :], u_support, 2.0)  # padded tokens rank last
+    rank = jnp.sum(u[:, None, :] < u[:, :, None], axis=2)  # rank[j, v] = #{v' : u[j, v'] < u[j, v]}
+    mask = (rank < dyn["support"]) & tokens[None, :] & rows[:, None]
+    expo = jnp.where(mask, -jnp.log(u_prob), 0.0)  # Dirichlet(1) = normalised Exp(1)
+    P = expo / jnp.maximum(jnp.sum(expo, axis=1, keepdims=True), 1e-30)
+    pi = jnp.where(rows, 1.0 / dyn["m"], 0.0)
+    W0 = jnp.where(jr.block_mask((V, d), dyn["V"], dyn["d"]), gauss_w / jnp.sqrt(dyn["d"]), 0.0)
+    return {"H": H, "P": P, "mask": mask, "pi": pi, "tokens": tokens, "W0": W0}
+
+
+def entropy(problem) -> jax.Array:
+    """ℋ = −Σ_j π̂_j Σ_z p̂_{j,z} log p̂_{j,z}: the infimum of CE."""
+    return -jnp.sum(problem["pi"][:, None] * jax.scipy.special.xlogy(problem["P"], problem["P"]))
+
+
+def _constraints(problem):
+    """Anchor one-hots (m, V), the active (j, z') pairs (m, V), and the targets b = log(p̂_{z_j}/p̂_{z'})."""
+    mask, P = problem["mask"], problem["P"]
+    V = mask.shape[1]
+    anchor = jnp.argmax(mask, axis=1)  # smallest in-support index
+    onehot = jax.nn.one_hot(anchor, V) * jnp.any(mask, axis=1, keepdims=True)
+    active = mask & (onehot == 0)
+    p_anchor = jnp.sum(P * onehot, axis=1, keepdims=True)
+    b = jnp.where(active, jnp.log(jnp.where(active, p_anchor / jnp.where(active, P, 1.0), 1.0)), 0.0)
+    return onehot, active, b
+
+
+def apply_A(W, problem, onehot, active):
+    """A W over the (j, z') grid: ℓ_{j,z_j} − ℓ_{j,z'} on active pairs, 0 elsewhere."""
+    L = problem["H"] @ W.T
+    return jnp.where(active, jnp.sum(L * onehot, axis=1, keepdims=True) - L, 0.0)
+
+
+def apply_At(coef, problem, onehot):
+    """Aᵀ c = Σ_{j,z'} c_{j,z'} (e_{z_j} − e_{z'}) h̄_jᵀ (coef zero off the active pairs)."""
+    U = onehot * jnp.sum(coef, axis=1, keepdims=True) - coef  # (m, V)
+    return U.T @ problem["H"]
+
+
+def references(problem) -> dict:
+    """K⁺ (for P_F) and the in-subspace log-odds solution W* = Aᵀ K⁺ b (spec §1.4)."""
+    onehot, active, b = _constraints(problem)
+    m, V = active.shape
+    E = (onehot[:, None, :] - jnp.eye(V)[None, :, :]).reshape(m * V, V)  # rows e_{z_j} − e_{z'}
+    G = problem["H"] @ problem["H"].T
+    K = (E @ E.T) * jnp.repeat(jnp.repeat(G, V, axis=0), V, axis=1)
+    flat = active.reshape(-1)
+    K = jnp.where(flat[:, None] & flat[None, :], K, 0.0) + jnp.diag(jnp.where(flat, 0.0, 1.0))
+    K_pinv = jnp.linalg.pinv(K, hermitian=True)
+    coef = (K_pinv @ b.reshape(-1)).reshape(m, V)
+    return {"K_pinv": K_pinv, "W_star": apply_At(jnp.where(active, coef, 0.0), problem, onehot)}
+
+
+def project_F(W, problem) -> jax.Array:
+    """P_F(W) = Aᵀ K⁺ A W."""
+    onehot, active, _ = _constraints(problem)
+    m, V = active.shape
+    coef = (problem["K_pinv"] @ apply_A(W, problem, onehot, active).reshape(-1)).reshape(m, V)
+    return apply_At(jnp.where(active, coef, 0.0), problem, onehot)
+
+
+def init(key, shape, dyn):
+    problem = instance(key, shape, dyn)
+    W0 = problem.pop("W0")
+    problem["entropy"] = entropy(problem)
+    problem.update(references(problem))
+    return {"W": W0 if shape["init"] == "lecun" else jnp.zeros_like(W0)}, problem
+
+
+def logits(params, problem) -> jax.Array:
+    """ℓ_j = W h̄_j, one row per context; padded tokens at −1e30."""
+    return jnp.where(problem["tokens"][None, :], problem["H"] @ params["W"].T, NEG)
+
+
+def loss(params, problem, shape, dyn, key=None) -> jax.Array:
+    """The NTP cross-entropy (Eq. 2), full batch and deterministic (the step key is unused)."""
+    logp = jax.nn.log_softmax(logits(params, problem), axis=1)
+    return -jnp.sum(problem["pi"][:, None] * jnp.where(problem["mask"], problem["P"] * logp, 0.0))
+
+
+def gap_parts(params, problem):
+    """CE − ℋ = KL_in + out (spec D3), each ≥ 0 and computed without cancellation."""
+    L, mask, P = logits(params, problem), problem["mask"], problem["P"]
+    out_mask = problem["tokens"][None, :] & ~mask
+    lse_in = jax.nn.logsumexp(jnp.where(mask, L, NEG), axis=1)
+    lse_out = jax.nn.logsumexp(jnp.where(out_mask, L, NEG), axis=1)
+    kl = jnp.sum(jnp.where(mask, jax.scipy.special.xlogy(P, P) - P * (L - lse_in[:, None]), 0.0), axis=1)
+    out = jnp.where(jnp.any(out_mask, axis=1), jax.nn.softplus(lse_out - lse_in), 0.0)
+    return jnp.sum(problem["pi"] * kl), jnp.sum(problem["pi"] * out)
+
+
+def evaluate(params, problem, shape, dyn) -> dict:
+    W = params["W"]
+    gap_in, gap_out = gap_parts(params, problem)
+    WF = project_F(W, problem)
+    dist = jnp.linalg.norm(WF - problem["W_star"])
+    L, mask = logits(params, problem), problem["mask"]
+    min_in = jnp.min(jnp.where(mask, L, jnp.inf), axis=1)
+    max_out = jnp.max(jnp.where(problem["tokens"][None, :] & ~mask, L, -jnp.inf), axis=1)
+    separated = (min_in > max_out) & jr.active_mask(shape["m"], dyn["m"])
+    return {
+        "loss": loss(params, problem, shape, dyn),
+        "loss_gap": gap_in + gap_out,
+        "gap_in": gap_in,
+        "gap_out": gap_out,
+        "entropy": problem["entropy"],
+        "w_norm": jnp.linalg.norm(W),
+        "w_perp_norm": jnp.linalg.norm(W - WF),
+        "dist_F": dist,
+        "rel_dist_F": dist / jnp.linalg.norm(problem["W_star"]),
+        "accuracy": jnp.sum(separated) / dyn["m"],
+    }
+
+
+def normalize_by_global_norm(eps: float = 1e-30) -> optax.GradientTransformation:
+    """Divide the update by its global (Frobenius) norm: chained with sgd(η), W ← W − η ∇/‖∇‖ (NGD)."""
+
+    def update(updates, state, params=None):
+        norm = optax.tree.norm(updates)
+        return jax.tree.map(lambda g: g / jnp.maximum(norm, eps), updates), state
+
+    return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
+
+
+def select_by_index(index, choices: tuple[optax.GradientTransformation, ...]) -> optax.GradientTransformation:
+    """Run every transformation in `choices` (each keeps its state) and return the update of
+    choices[index], `index` traced: a per-run optimiser choice inside one vmapped program."""
+
+    def init_fn(params):
+        return tuple(t.init(params) for t in choices)
+
+    def update_fn(updates, state, params=None):
+        outs = [t.update(updates, s, params) for t, s in zip(choices, state)]
+        pick = lambda *u: jnp.select([index == k for k in range(len(u))], list(u))  # noqa: E731
+        picked = jax.tree.map(pick, *[o[0] for o in outs])
+        return picked, tuple(o[1] for o in outs)
+
+    return optax.GradientTransformation(init_fn, update_fn)
+
+
+def optimizer(dyn) -> optax.GradientTransformation:
+    """GD (sgd), NGD (∇/‖∇‖_F then sgd) or Adam (β 0.9/0.99, ε 1e-8) by dyn["opt"], at step lr·eta."""
+    directions = (
+        optax.identity(),
+        normalize_by_global_norm(),
+        optax.scale_by_adam(b1=0.9, b2=0.99, eps=1e-8),
+    )
+    return optax.chain(select_by_index(dyn["opt"], directions), optax.scale(-dyn["lr"] * dyn["eta"]))
+
+
+def num_params(config) -> float:
+    return config["V"] * config["d"]
+
+
+def info_bits(config) -> float:
+    """Bits in the supports: m log₂ C(V, support) (a rough content count for reports)."""
+    return bits(config["m"], math.comb(config["V"], config["support"]))
+
+
+def flops_per_step(config) -> float:
+    m, d, V = config["m"], config["d"], config["V"]
+    return 3.0 * 2 * m * d * V
+
+
+METRICS = (
+    "loss",
+    "loss_gap",
+    "gap_in",
+    "gap_out",
+    "entropy",
+    "w_norm",
+    "w_perp_norm",
+    "dist_F",
+    "rel_dist_F",
+    "accuracy",
+)
+
+
+EXPERIMENT = Experiment(
+    name="ntp_linear",
+    doc="Next-token prediction with a linear decoder: gap to entropy, norm growth, P_F(W) → W* (Thrampoulidis 24)",
+    fields=FIELDS,
+    shape=shape,
+    dynamic=dynamic,
+    init=init,
+    loss=loss,
+    evaluate=evaluate,
+    optimizer=optimizer,
+    check=check,
+    num_params=num_params,
+    info_bits=info_bits,
+    flops_per_step=flops_per_step,
+    metrics=METRICS,
+)
