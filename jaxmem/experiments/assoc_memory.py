@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxmem import random as jr
-from jaxmem.experiments.base import Experiment, Field, bits
+from jaxmem.experiments.base import Field, bits, experiment_from
 
 MODELS = ("linear", "lowrank", "mlp")
 
@@ -179,18 +179,9 @@ def flops_per_step(config) -> float:
     return 3.0 * (body + 2 * n * mo * d)
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT = experiment_from(
+    globals(),
     name="assoc_memory",
     doc="Linear / low-rank / MLP associative memories with random sphere embeddings (Nichani et al. §3)",
     fields=FIELDS,
-    shape=shape,
-    dynamic=dynamic,
-    init=init,
-    loss=loss,
-    evaluate=evaluate,
-    optimizer=optimizer,
-    check=check,
-    num_params=num_params,
-    info_bits=info_bits,
-    flops_per_step=flops_per_step,
 )

@@ -84,6 +84,26 @@ class Experiment:
         return full
 
 
+FUNCTIONS = (
+    "shape",
+    "dynamic",
+    "init",
+    "loss",
+    "evaluate",
+    "optimizer",
+    "check",
+    "num_params",
+    "info_bits",
+    "flops_per_step",
+)
+
+
+def experiment_from(namespace: Mapping[str, Any], **description) -> Experiment:
+    """The Experiment made of a module's functions of the standard names (`namespace` = its globals())
+    and its `description` (name, doc, fields, metrics)."""
+    return Experiment(**{name: namespace[name] for name in FUNCTIONS}, **description)
+
+
 def bits(count: float, alphabet: float) -> float:
     """Information needed to store `count` independent symbols of an `alphabet`-sized set."""
     return count * math.log2(alphabet) if count > 0 and alphabet > 1 else 0.0

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxmem import random as jr
-from jaxmem.experiments.base import Experiment, Field, bits
+from jaxmem.experiments.base import Field, bits, experiment_from
 
 SCALINGS = {  # size -> (S, R, D or None = the D field); the authors' `binary_sweep` scalings (spec §3.2)
     "linear": lambda size, D: (size, size, D),  # S = R = size: Fig 4, Fig 7
@@ -336,19 +336,10 @@ def flops_per_step(config) -> float:
     return 3.0 * config["batch"] * forward_one
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT = experiment_from(
+    globals(),
     name="factual_recall",
     doc="Synthetic factual recall with a one-layer transformer, attention + MLP (Nichani et al. §4)",
     fields=FIELDS,
-    shape=shape,
-    dynamic=dynamic,
-    init=init,
-    loss=loss,
-    evaluate=evaluate,
-    optimizer=optimizer,
-    check=check,
-    num_params=num_params,
-    info_bits=info_bits,
-    flops_per_step=flops_per_step,
     metrics=("loss", "accuracy", "exact_accuracy"),
 )

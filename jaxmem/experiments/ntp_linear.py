@@ -54,7 +54,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxmem import random as jr
-from jaxmem.experiments.base import Experiment, Field, bits
+from jaxmem.experiments.base import Field, bits, experiment_from
 
 OPTIMIZERS = ("gd", "ngd", "adam")
 PAPER_ETA = {"gd": 0.5, "ngd": 0.01, "adam": 0.01}  # spec §3.1 (App. A.2)
@@ -286,19 +286,10 @@ METRICS = (
 )
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT = experiment_from(
+    globals(),
     name="ntp_linear",
     doc="Next-token prediction with a linear decoder: gap to entropy, norm growth, P_F(W) → W* (Thrampoulidis 24)",
     fields=FIELDS,
-    shape=shape,
-    dynamic=dynamic,
-    init=init,
-    loss=loss,
-    evaluate=evaluate,
-    optimizer=optimizer,
-    check=check,
-    num_params=num_params,
-    info_bits=info_bits,
-    flops_per_step=flops_per_step,
     metrics=METRICS,
 )

@@ -51,7 +51,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxmem import random as jr
-from jaxmem.experiments.base import Experiment, Field
+from jaxmem.experiments.base import Field, experiment_from
 from jaxmem.experiments import factual_recall
 from jaxmem.experiments.factual_recall import fact_dict, noise_count, sample
 
@@ -336,19 +336,10 @@ def flops_per_step(config) -> float:
     return 3.0 * (rows * 2 * V * A + readout)
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT = experiment_from(
+    globals(),
     name="sequential_learning",
     doc="Sequential learning of facts: linear attention, a softmax head and the population model (Nichani et al. §5)",
     fields=FIELDS,
-    shape=shape,
-    dynamic=dynamic,
-    init=init,
-    loss=loss,
-    evaluate=evaluate,
-    optimizer=optimizer,
-    check=check,
-    num_params=num_params,
-    info_bits=info_bits,
-    flops_per_step=flops_per_step,
     metrics=METRICS,
 )

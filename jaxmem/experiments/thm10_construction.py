@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxmem import random as jr
-from jaxmem.experiments.base import Experiment, Field, bits
+from jaxmem.experiments.base import Field, bits, experiment_from
 from jaxmem.experiments.factual_recall import exact_set, fact_dict, sample
 
 FIELDS = {
@@ -352,19 +352,10 @@ def flops_per_step(config) -> float:
     return 3.0 * config["batch"] * forward_one
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT = experiment_from(
+    globals(),
     name="thm10_construction",
     doc="Thm 10's attention-only construction (eqs. 11-12, hard attention), no training (Nichani et al. App. C)",
     fields=FIELDS,
-    shape=shape,
-    dynamic=dynamic,
-    init=init,
-    loss=loss,
-    evaluate=evaluate,
-    optimizer=optimizer,
-    check=check,
-    num_params=num_params,
-    info_bits=info_bits,
-    flops_per_step=flops_per_step,
     metrics=METRICS,
 )
