@@ -18,7 +18,7 @@ import optax
 
 from jaxmem.experiments.base import Experiment
 from jaxmem.plan import make_run, point_id
-from jaxmem.program import BATCH_STREAM, Settings, dyn_arrays, run_key
+from jaxmem.program import Settings, batch_key, dyn_arrays, run_key
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,11 +76,6 @@ def unpadded(exp: Experiment, run: RunSpec) -> tuple[dict, tuple, dict]:
 
 def _metric(exp, params, problem, shape, dyn, metric):
     return jnp.asarray(exp.evaluate(params, problem, shape, dyn)[metric], jnp.float32)
-
-
-def batch_key(key, step):
-    """The engine's key for step `step` of a run with key `key` (jaxmem.program)."""
-    return jax.random.fold_in(jax.random.fold_in(key, BATCH_STREAM), step)
 
 
 def _sgd_step(exp, shape):

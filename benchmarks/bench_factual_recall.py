@@ -43,7 +43,7 @@ import baselines as B  # noqa: E402
 import jaxmem.driver as driver  # noqa: E402
 from jaxmem.experiments import factual_recall as fr  # noqa: E402
 from jaxmem.experiments import get as get_experiment  # noqa: E402
-from jaxmem.program import BATCH_STREAM, Settings, run_key  # noqa: E402
+from jaxmem.program import Settings, batch_key, run_key  # noqa: E402
 from jaxmem.spec import load  # noqa: E402
 from jaxmem.store import load_results  # noqa: E402
 
@@ -176,8 +176,7 @@ def make_loop_functions(exp, shape: dict, metric: str):
 
     def pool_chunk(key, ts, facts, dyn):  # the batches of steps `ts`, from the engine's per-step keys
         def one(t):
-            tokens, s, r = fr.sample(jax.random.fold_in(jax.random.fold_in(key, BATCH_STREAM), t), shape["batch"],
-                                     shape, dyn)  # fmt: skip
+            tokens, s, r = fr.sample(batch_key(key, t), shape["batch"], shape, dyn)
             return tokens, facts[s, r]
 
         return jax.vmap(one)(ts)
@@ -373,7 +372,7 @@ def render(args, info, spec, full_spec, runs, a, b, scaling, command, script_s) 
         f"{a['run_sweep_s']:.1f} s); store writes and checkpoints are included.\n"
         "- **(b) authors' style** (`run.py`, spec §4.4 and §10 item 21): per run, init, then the whole pool of "
         f"steps × batch samples generated up front — one `factual_recall.sample` per step key "
-        f"`fold_in(fold_in(run_key, BATCH_STREAM), t)` (the engine's keys, so the pool holds exactly the batches "
+        f"`jaxmem.program.batch_key(run_key, t)` (the engine's keys, so the pool holds exactly the batches "
         f"(a) samples), through a jitted sampler vmapped over {POOL_CHUNK} steps at a time, copied into host "
         "NumPy arrays — then `for t in range(steps): params, opt_state = step(params, opt_state, pool[t])` with "
         "a jitted Adam step (params and optimizer state donated) and `float(accuracy)` on the host every "

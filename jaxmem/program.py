@@ -75,6 +75,11 @@ def run_key(seed: jax.Array, problem_index: jax.Array) -> jax.Array:
     return jax.random.fold_in(jax.random.PRNGKey(seed), problem_index)
 
 
+def batch_key(key: jax.Array, step: jax.Array) -> jax.Array:
+    """The key of step `step`'s batch of the run with key `key`."""
+    return jax.random.fold_in(jax.random.fold_in(key, BATCH_STREAM), step)
+
+
 def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | None = None):
     """Build the (uncompiled) segment function of a bucket. With `axis`, the function is the
     per-device body of a `shard_map` over that mesh axis: slot counts are summed across devices."""
@@ -136,8 +141,9 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
         """One optimizer step of every slot, frozen or not (the block keeps or discards the result)."""
         state, finite = carry
         opt = exp.optimizer(dyn)
-        batch_key = jax.random.fold_in(jax.random.fold_in(state.key, BATCH_STREAM), state.step)
-        loss, grads = jax.value_and_grad(exp.loss)(state.params, state.problem, shape, dyn, batch_key)
+        loss, grads = jax.value_and_grad(exp.loss)(
+            state.params, state.problem, shape, dyn, batch_key(state.key, state.step)
+        )
         updates, opt_state = opt.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         return state._replace(params=params, opt_state=opt_state, step=state.step + 1), finite & jnp.isfinite(loss)
