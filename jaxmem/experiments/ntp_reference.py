@@ -339,8 +339,9 @@ def ridge_path(inst: Instance, lambdas) -> list[np.ndarray]:
             method="hybr",
             options={"xtol": 1e-14},
         )
-        if np.max(np.abs(res.fun)) > STATIONARITY_TOL:
-            raise RuntimeError(f"ridge solve at λ = {lam:g} not stationary: max |∇| = {np.max(np.abs(res.fun)):.3g}")
+        residual = np.max(np.abs(res.fun))
+        if residual > STATIONARITY_TOL:
+            raise RuntimeError(f"ridge solve at λ = {lam:g} not stationary: max |∇| = {residual:.3g}")
         w = res.x
         path.append(w.reshape(shape))
     return path
