@@ -3,7 +3,8 @@
 Identities are hashes of the run's content, never of its position in a list, so results do not
 depend on chunking, scheduling or resume order. A run's random key is
 `fold_in(PRNGKey(seed), problem_index)`, where the problem index hashes (point, searched value): all
-learning rates of one probe share the same problem and initialisation.
+learning rates of one probe share the same problem and initialisation, and so do runs that differ
+only in the fields the experiment lists in `same_problem_across` (e.g. an optimizer choice).
 """
 
 from __future__ import annotations
@@ -42,7 +43,11 @@ class Run:
         return f"{self.point}/{self.seed}"
 
 
-def make_run(point: dict, seed: int, lr: float, variable: str | None, value: int | None, round_: int) -> Run:
+def make_run(
+    point: dict, seed: int, lr: float, variable: str | None, value: int | None, round_: int, shared: tuple = ()
+) -> Run:
+    """The run of `point` (searched `variable` = `value`) with this seed and learning rate; fields in
+    `shared` (the experiment's `same_problem_across`) do not enter its problem index."""
     pid = point_id(point)
     config = dict(point) if variable is None else {**point, variable: value}
     return Run(
@@ -53,8 +58,14 @@ def make_run(point: dict, seed: int, lr: float, variable: str | None, value: int
         value=value,
         round=round_,
         config=config,
-        problem_index=int(digest(pid, value)[:7], 16),
+        problem_index=problem_index(point, variable, value, shared),
     )
+
+
+def problem_index(point: dict, variable: str | None, value: int | None, shared: tuple = ()) -> int:
+    """Hash of (point, searched value) without the `shared` fields: equal for runs on the same problem."""
+    problem_point = {k: v for k, v in point.items() if k not in shared}
+    return int(digest(point_id(problem_point), None if variable in shared else value)[:7], 16)
 
 
 @lru_cache(maxsize=None)

@@ -115,6 +115,11 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
         done = state.done | (best >= settings.stop_threshold) | (state.step >= settings.steps)
         return state._replace(best=best, hit_step=hit_step, done=done, last=metrics)
 
+    def rejected(metrics: dict) -> jax.Array:
+        """A problem failing the experiment's precondition is never trained (see Experiment)."""
+        checks = [metrics[c] < 0.5 for c in exp.precondition] if settings.steps else []
+        return jnp.any(jnp.stack(checks)) if checks else jnp.array(False)
+
     def init_one(seed, problem_index, dyn) -> RunState:
         key = run_key(seed, problem_index)
         params, problem = exp.init(key, shape, dyn)
@@ -128,7 +133,7 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
             step=jnp.array(0, jnp.int32),
             best=jnp.array(-jnp.inf, jnp.float32),
             hit_step=jnp.array(-1, jnp.int32),
-            done=jnp.array(False),
+            done=rejected(metrics),
             diverged=jnp.array(False),
             last=metrics,
             history={k: jnp.zeros(max(settings.history, 1), jnp.float32) for k in metrics},  # no 0-size

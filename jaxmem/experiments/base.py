@@ -60,6 +60,13 @@ class Experiment:
     optimizer(dyn) -> optax transformation; dyn["lr"] is the run's learning rate.
     check(config) -> list of problems that make the config impossible (skipped with a message).
     num_params / info_bits / flops_per_step(config) -> numbers for reports and planning.
+
+    Optional attributes:
+    same_problem_across: config fields that leave the problem `init` draws unchanged. Runs differing
+        only in them get the same key (same instance, same initialisation: an optimizer comparison),
+        and a searched size whose draws are shape-stable gives nested instances along the search.
+    precondition: 0/1 metrics evaluated at initialisation; a run whose problem fails one (< 0.5) is
+        rejected: never trained, recorded with 0 steps and named by the driver as a bad instance.
     """
 
     name: str
@@ -76,6 +83,8 @@ class Experiment:
     info_bits: Callable[[Config], float]
     flops_per_step: Callable[[Config], float]
     metrics: tuple[str, ...] = ("loss", "accuracy")
+    same_problem_across: tuple[str, ...] = ()
+    precondition: tuple[str, ...] = ()
 
     def complete(self, config: Config) -> dict:
         """The config with defaults filled in (fields must already be validated)."""

@@ -27,22 +27,24 @@ the paper's step for that optimiser (GD 0.5, NGD 0.01, Adam 0.01) so that one sw
   the whole parameter tree), written as `normalize_by_global_norm()` chained with optax.sgd;
 - `adam`: optax.adam with β = (0.9, 0.99), ε = 1e-8, standard bias correction (A7).
 
-Reference solution W* (spec §1.4, §5): the minimum-norm solution of the in-support log-odds
-equations (4), (e_{z_j} − e_{z'})ᵀ W h̄_j = log(p̂_{j,z_j}/p̂_{j,z'}) for z' ∈ S_j \\ {z_j}, with the
-anchor z_j = the smallest index in S_j (A4); it lies in F = span{(e_z − e_z')h̄_jᵀ} (the rows of the
-constraint matrix A). With K = A Aᵀ (an (mV × mV) Gram matrix over the padded (j, z') grid, identity
-on inactive pairs): W* = Aᵀ K⁺ b and P_F(W) = Aᵀ K⁺ A W. K⁺ is stored in the problem (mV² floats).
-Computed in the engine's float32; the gap is logged via the exact decomposition D3
-(CE − ℋ = KL_in + out), never as CE − ℋ (A15), so gaps down to ~1e-7·ℋ are resolved.
+The 2-D toy (`instance = "toy2d"`, spec §2.2, Figs 1–2): the paper's caption cannot be realised
+exactly (spec A10), so the spec's deterministic instance is used: three unit contexts at 90°, 210°,
+330°, supports {2,3,4}, {1,2,5}, {1,4,5} (1-based) with fixed probabilities; the seed draws W_0 only.
 
-Metrics: loss (CE), loss_gap (KL_in + out, D3), gap_in (KL_in: depends only on P_F W), gap_out (the
-out-of-support mass term), w_norm = ‖W‖_F, w_perp_norm = ‖W − P_F W‖_F, dist_F = ‖P_F W − W*‖_F,
-rel_dist_F = dist_F / ‖W*‖_F, accuracy = fraction of contexts whose every in-support logit exceeds
-every out-of-support logit (the support is "separated"; 1 once W is NTP-separating on the data).
+References (`ntp_geometry`, computed at initialisation in float32): W* (Eq. 4 in F), P_F, the NTP-SVM
+direction W^mm (Def. 3) and the predicates `compatible` / `separable` (Defs. 1–2). They are the
+experiment's precondition: an instance failing either is rejected (never trained) and named by the
+driver. The float64 authority (clarabel QP, HiGHS LP) is `ntp_reference`.
 
-Not built yet (issue #5): the NTP-SVM direction W^mm (a QP: cos(W, W^mm), cos_perp, margins), the
-compatibility / separability predicates (LP) and bad-instance reporting, the 2-D toy instance, the
-sampled-n mode, float64 references.
+Metrics (spec §3.2): loss (CE), loss_gap = KL_in + out (D3, never CE − ℋ in float32: A15), gap_in
+(depends only on P_F W), gap_out (out-of-support mass), w_norm = ‖W‖_F, w_perp_norm = ‖P_⊥W‖_F,
+dist_F = ‖P_F W − W*‖_F and rel_dist_F, cos_mm = cos(W, W^mm) (Thm 2), cos_mm_corr = cos(W − W*, W^mm),
+cos_perp = cos(P_⊥W, W^mm), margin_perp = min_{j, v∉S_j} ⟨X_{j,v}, P_⊥W⟩/‖P_⊥W‖ (→ 1/‖W^mm‖),
+logodds_err = max |⟨X_{j,z'}, W⟩ − log(p̂_{j,z_j}/p̂_{j,z'})|, accuracy = fraction of contexts whose
+every in-support logit exceeds every out-of-support logit, and the constants entropy, wmm_norm,
+wstar_norm, compatible, separable. With `[train] steps = 0` only the predicates matter: the
+separability-threshold sweeps search the smallest d at which they hold (the draws are shape-stable
+and d, m are in `same_problem_across`, so the instances of one seed are nested along d).
 """
 
 from __future__ import annotations
@@ -51,23 +53,32 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from jaxmem import random as jr
+from jaxmem.experiments import ntp_geometry as geo
 from jaxmem.experiments.base import Field, bits, experiment_from
 
 OPTIMIZERS = ("gd", "ngd", "adam")
 PAPER_ETA = {"gd": 0.5, "ngd": 0.01, "adam": 0.01}  # spec §3.1 (App. A.2)
 NEG = -1e30  # logit of a padded token (spec §2.3: never -inf)
+TOY2D = {"m": 3, "d": 2, "V": 5, "support": 3}  # spec §2.2
+TOY2D_H = np.array([[0.0, 1.0], [-math.sqrt(3) / 2, -0.5], [math.sqrt(3) / 2, -0.5]])  # h_A, h_B, h_C
+TOY2D_P = np.array([[0.0, 0.5, 0.3, 0.2, 0.0], [0.7, 0.2, 0.0, 0.0, 0.1], [0.6, 0.0, 0.0, 0.3, 0.1]])
 
 FIELDS = {
     "m": Field(int, "number of distinct contexts", minimum=1),
     "d": Field(int, "embedding dimension", minimum=1),
     "V": Field(int, "vocabulary size", minimum=2),
     "support": Field(int, "next-token support size |S_j| of every context", minimum=1),
-    "optimizer": Field(str, "gd | ngd (gradient-norm normalised GD) | adam", choices=OPTIMIZERS),
+    "optimizer": Field(str, "gd | ngd (gradient-norm normalised GD) | adam", default="gd", choices=OPTIMIZERS),
     "eta": Field(float, "step size (times lr); 0 = the paper's: gd 0.5, ngd/adam 0.01", default=0.0, minimum=0.0),
     "init": Field(str, "lecun (N(0, 1/d)) or zero", default="lecun", choices=("lecun", "zero")),
+    "instance": Field(
+        str, "gaussian (spec §2.1) or toy2d (spec §2.2)", default="gaussian", choices=("gaussian", "toy2d")
+    ),
+    "svm_iters": Field(int, "FISTA iterations of the NTP-SVM dual (W^mm, separability)", default=2000, minimum=1),
 }
 
 
@@ -77,12 +88,16 @@ def check(config) -> list[str]:
         problems.append(f"support = {config['support']} > V = {config['V']}")
     if config["support"] == config["V"]:
         problems.append("support = V: no out-of-support token (the paper's standing assumption S_j < V fails)")
+    if config.get("instance") == "toy2d" and any(config[k] != v for k, v in TOY2D.items()):
+        problems.append(f"instance = toy2d needs {', '.join(f'{k} = {v}' for k, v in TOY2D.items())}")
     return problems
 
 
 def shape(config, pad) -> dict:
     return {
         "init": config["init"],
+        "instance": config["instance"],
+        "svm_iters": config["svm_iters"],
         "m": pad(config["m"], "m"),
         "d": pad(config["d"], "d"),
         "V": pad(config["V"], "V"),
@@ -101,10 +116,14 @@ def dynamic(config) -> dict:
     }
 
 
-def instance(key, shape, dyn) -> dict:
-    """The data (spec §2.1): H (m, d), P (m, V) zeros off-support, mask (m, V), pi (m,), plus W_0."""
+def padded(array: np.ndarray, shape) -> jax.Array:
+    return jnp.zeros(shape, jnp.float32).at[: array.shape[0], : array.shape[1]].set(array)
+
+
+def gaussian_data(key, shape, dyn) -> dict:
+    """Spec §2.1: N(0, I_d) embeddings, uniform random supports, Dirichlet(1) probabilities."""
     m, d, V = shape["m"], shape["d"], shape["V"]
-    gauss_h, gauss_w = jr.normal_matrices(key, [(m, d), (V, d)])
+    (gauss_h,) = jr.normal_matrices(key, [(m, d)])
     u_support, u_prob = jr.uniform_matrices(jax.random.fold_in(key, 1), [(m, V), (m, V)])
     rows, tokens = jr.active_mask(m, dyn["m"]), jr.active_mask(V, dyn["V"])
     H = jnp.where(jr.block_mask((m, d), dyn["m"], dyn["d"]), gauss_h, 0.0)
@@ -112,10 +131,24 @@ def instance(key, shape, dyn) -> dict:
     rank = jnp.sum(u[:, None, :] < u[:, :, None], axis=2)  # rank[j, v] = #{v' : u[j, v'] < u[j, v]}
     mask = (rank < dyn["support"]) & tokens[None, :] & rows[:, None]
     expo = jnp.where(mask, -jnp.log(u_prob), 0.0)  # Dirichlet(1) = normalised Exp(1)
-    P = expo / jnp.maximum(jnp.sum(expo, axis=1, keepdims=True), 1e-30)
-    pi = jnp.where(rows, 1.0 / dyn["m"], 0.0)
+    return {"H": H, "P": expo / jnp.maximum(jnp.sum(expo, axis=1, keepdims=True), 1e-30), "mask": mask}
+
+
+def toy2d_data(shape) -> dict:
+    """Spec §2.2: the deterministic 2-D instance, padded."""
+    P = padded(TOY2D_P, (shape["m"], shape["V"]))
+    return {"H": padded(TOY2D_H, (shape["m"], shape["d"])), "P": P, "mask": P > 0}
+
+
+def instance(key, shape, dyn) -> dict:
+    """The data: H (m, d), P (m, V) zeros off-support, mask (m, V), pi (m,), tokens (V,), plus W_0."""
+    m, d, V = shape["m"], shape["d"], shape["V"]
+    data = toy2d_data(shape) if shape["instance"] == "toy2d" else gaussian_data(key, shape, dyn)
+    rows = jr.active_mask(m, dyn["m"])
+    (gauss_w,) = jr.normal_matrices(jax.random.fold_in(key, 2), [(V, d)])
     W0 = jnp.where(jr.block_mask((V, d), dyn["V"], dyn["d"]), gauss_w / jnp.sqrt(dyn["d"]), 0.0)
-    return {"H": H, "P": P, "mask": mask, "pi": pi, "tokens": tokens, "W0": W0}
+    pi = jnp.where(rows, 1.0 / dyn["m"], 0.0)
+    return {**data, "pi": pi, "tokens": jr.active_mask(V, dyn["V"]), "W0": W0}
 
 
 def entropy(problem) -> jax.Array:
@@ -123,57 +156,15 @@ def entropy(problem) -> jax.Array:
     return -jnp.sum(problem["pi"][:, None] * jax.scipy.special.xlogy(problem["P"], problem["P"]))
 
 
-def _constraints(problem):
-    """Anchor one-hots (m, V), the active (j, z') pairs (m, V), and the targets b = log(p̂_{z_j}/p̂_{z'})."""
-    mask, P = problem["mask"], problem["P"]
-    V = mask.shape[1]
-    anchor = jnp.argmax(mask, axis=1)  # smallest in-support index
-    onehot = jax.nn.one_hot(anchor, V) * jnp.any(mask, axis=1, keepdims=True)
-    active = mask & (onehot == 0)
-    p_anchor = jnp.sum(P * onehot, axis=1, keepdims=True)
-    b = jnp.where(active, jnp.log(jnp.where(active, p_anchor / jnp.where(active, P, 1.0), 1.0)), 0.0)
-    return onehot, active, b
-
-
-def apply_A(W, problem, onehot, active):
-    """A W over the (j, z') grid: ℓ_{j,z_j} − ℓ_{j,z'} on active pairs, 0 elsewhere."""
-    L = problem["H"] @ W.T
-    return jnp.where(active, jnp.sum(L * onehot, axis=1, keepdims=True) - L, 0.0)
-
-
-def apply_At(coef, problem, onehot):
-    """Aᵀ c = Σ_{j,z'} c_{j,z'} (e_{z_j} − e_{z'}) h̄_jᵀ (coef zero off the active pairs)."""
-    U = onehot * jnp.sum(coef, axis=1, keepdims=True) - coef  # (m, V)
-    return U.T @ problem["H"]
-
-
-def references(problem) -> dict:
-    """K⁺ (for P_F) and the in-subspace log-odds solution W* = Aᵀ K⁺ b (spec §1.4)."""
-    onehot, active, b = _constraints(problem)
-    m, V = active.shape
-    E = (onehot[:, None, :] - jnp.eye(V)[None, :, :]).reshape(m * V, V)  # rows e_{z_j} − e_{z'}
-    G = problem["H"] @ problem["H"].T
-    K = (E @ E.T) * jnp.repeat(jnp.repeat(G, V, axis=0), V, axis=1)
-    flat = active.reshape(-1)
-    K = jnp.where(flat[:, None] & flat[None, :], K, 0.0) + jnp.diag(jnp.where(flat, 0.0, 1.0))
-    K_pinv = jnp.linalg.pinv(K, hermitian=True)
-    coef = (K_pinv @ b.reshape(-1)).reshape(m, V)
-    return {"K_pinv": K_pinv, "W_star": apply_At(jnp.where(active, coef, 0.0), problem, onehot)}
-
-
 def project_F(W, problem) -> jax.Array:
-    """P_F(W) = Aᵀ K⁺ A W."""
-    onehot, active, _ = _constraints(problem)
-    m, V = active.shape
-    coef = (problem["K_pinv"] @ apply_A(W, problem, onehot, active).reshape(-1)).reshape(m, V)
-    return apply_At(jnp.where(active, coef, 0.0), problem, onehot)
+    return geo.project_F(W, problem["F_basis"])
 
 
 def init(key, shape, dyn):
     problem = instance(key, shape, dyn)
     W0 = problem.pop("W0")
     problem["entropy"] = entropy(problem)
-    problem.update(references(problem))
+    problem.update(geo.references(problem, shape["svm_iters"]))
     return {"W": W0 if shape["init"] == "lecun" else jnp.zeros_like(W0)}, problem
 
 
@@ -199,11 +190,19 @@ def gap_parts(params, problem):
     return jnp.sum(problem["pi"] * kl), jnp.sum(problem["pi"] * out)
 
 
+def cosine(a, b) -> jax.Array:
+    return jnp.sum(a * b) / jnp.maximum(jnp.linalg.norm(a) * jnp.linalg.norm(b), 1e-30)
+
+
 def evaluate(params, problem, shape, dyn) -> dict:
-    W = params["W"]
+    W, W_mm, W_star = params["W"], problem["W_mm"], problem["W_star"]
+    g = geo.grid(problem)
     gap_in, gap_out = gap_parts(params, problem)
     WF = project_F(W, problem)
-    dist = jnp.linalg.norm(WF - problem["W_star"])
+    W_perp = W - WF
+    dist = jnp.linalg.norm(WF - W_star)
+    X_perp = geo.apply_X(W_perp, problem["H"], g["onehot"])
+    X_W = geo.apply_X(W, problem["H"], g["onehot"])
     L, mask = logits(params, problem), problem["mask"]
     min_in = jnp.min(jnp.where(mask, L, jnp.inf), axis=1)
     max_out = jnp.max(jnp.where(problem["tokens"][None, :] & ~mask, L, -jnp.inf), axis=1)
@@ -215,10 +214,20 @@ def evaluate(params, problem, shape, dyn) -> dict:
         "gap_out": gap_out,
         "entropy": problem["entropy"],
         "w_norm": jnp.linalg.norm(W),
-        "w_perp_norm": jnp.linalg.norm(W - WF),
+        "w_perp_norm": jnp.linalg.norm(W_perp),
         "dist_F": dist,
-        "rel_dist_F": dist / jnp.linalg.norm(problem["W_star"]),
+        "rel_dist_F": dist / jnp.maximum(jnp.linalg.norm(W_star), 1e-30),
+        "cos_mm": cosine(W, W_mm),
+        "cos_mm_corr": cosine(W - W_star, W_mm),
+        "cos_perp": cosine(W_perp, W_mm),
+        "margin_perp": jnp.min(jnp.where(g["B"], X_perp, jnp.inf)) / jnp.maximum(jnp.linalg.norm(W_perp), 1e-30),
+        "logodds_err": jnp.max(jnp.where(g["F"], jnp.abs(X_W - g["b"]), 0.0)),
         "accuracy": jnp.sum(separated) / dyn["m"],
+        "wmm_norm": jnp.linalg.norm(W_mm),
+        "wstar_norm": jnp.linalg.norm(W_star),
+        "wmm_margin": problem["wmm_margin"],
+        "compatible": problem["compatible"],
+        "separable": problem["separable"],
     }
 
 
@@ -282,7 +291,17 @@ METRICS = (
     "w_perp_norm",
     "dist_F",
     "rel_dist_F",
+    "cos_mm",
+    "cos_mm_corr",
+    "cos_perp",
+    "margin_perp",
+    "logodds_err",
     "accuracy",
+    "wmm_norm",
+    "wstar_norm",
+    "wmm_margin",
+    "compatible",
+    "separable",
 )
 
 
@@ -292,4 +311,6 @@ EXPERIMENT = experiment_from(
     doc="Next-token prediction with a linear decoder: gap to entropy, norm growth, P_F(W) → W* (Thrampoulidis 24)",
     fields=FIELDS,
     metrics=METRICS,
+    same_problem_across=("optimizer", "eta", "init", "svm_iters", "d", "m"),
+    precondition=("compatible", "separable"),
 )

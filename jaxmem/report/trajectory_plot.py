@@ -58,12 +58,13 @@ def plot_trajectories(
     levels: dict[str, list[Level]],
     marks: pd.DataFrame,
     labels: dict[str, str],
+    log_y_panels: frozenset = frozenset(),
 ) -> Path:
     """Write the curves of `frame` (columns panel, series, run_id, spec.x and the metrics; series are
     coloured in the order they first appear) to `path`.
 
     `levels`: per panel, its reference lines; `marks`: crossings to mark (panel, series, metric, x,
-    level); `labels`: title, x_label, y_label.
+    level); `labels`: title, x_label, y_label; `log_y_panels`: panels drawn on a log y axis too.
     """
     x = spec.x
     log_x = spec.x_scale == "log"
@@ -122,10 +123,10 @@ def plot_trajectories(
             )
         if log_x:
             ax.set_xscale("log")
-        if spec.y_scale == "log":
+        if spec.y_scale == "log" or panel in log_y_panels:
             ax.set_yscale("log")
         ax.set_xlabel(labels["x_label"])
-        ax.set_ylabel(labels["y_label"])
+        ax.set_ylabel(labels.get(panel, labels["y_label"]))
         if len(panels) > 1 or panel != "all":
             ax.set_title(panel, fontsize="medium")
         ax.grid(True, which="both", alpha=0.3)

@@ -16,6 +16,7 @@ from jaxmem.expr import ExpressionError, evaluate
 from jaxmem.report.analysis import group_labels
 from jaxmem.report.escape import escape_fits, slope_ratios
 from jaxmem.report.escape_plot import plot_escape
+from jaxmem.report.rates import RATES_CSV, rate_tables, rates_section
 from jaxmem.report.stages import crossing_column, stage_table
 from jaxmem.report.trajectory_data import Trajectories, common_names, load_trajectories, varying
 from jaxmem.report.trajectory_markdown import crossings_section, escape_section, overview_section, plateaus_section
@@ -76,11 +77,20 @@ def write_trajectory_report(
     }
     plot_name = None
     if frame[metrics].notna().any().any() and frame[spec.x].notna().any():
-        written.append(
-            plot_trajectories(
-                out_dir / "trajectory.png", frame, spec, metrics, panels, levels, marks(stages, spec, metrics), labels
+        path = out_dir / "trajectory.png"
+        if spec.layout == "metric":
+            long, metric_panels = metric_panels_frame(frame, metrics, spec.x)
+            log_y = frozenset(p for p, m in metric_panels.items() if m in spec.log_y)
+            written.append(
+                plot_trajectories(
+                    path, long, spec, ["value"], list(metric_panels), {}, marks(pd.DataFrame(), spec, []),
+                    {**labels, **metric_panels}, log_y,
+                )
             )
-        )
+        else:
+            written.append(
+                plot_trajectories(path, frame, spec, metrics, panels, levels, marks(stages, spec, metrics), labels)
+            )
         plot_name = "trajectory.png"
 
     sections = [overview_section(frame, labelled, spec, metrics, traj.metrics, levels, plot_name)]
@@ -93,6 +103,12 @@ def write_trajectory_report(
             written.append(plot_escape(out_dir / "escape.png", stages, fits, spec, title))
             escape_name = "escape.png"
         sections.append(escape_section(fits, slope_ratios(fits), spec, escape_name))
+    if spec.rates or spec.trends:
+        rates, trends = rate_tables(frame, labelled, spec, traj.fields)
+        rates_path = out_dir / RATES_CSV
+        pd.concat([rates, trends], ignore_index=True).to_csv(rates_path, index=False)
+        written.append(rates_path)
+        sections.append(rates_section(rates, trends, spec))
     return [s for s in sections if s]
 
 
@@ -100,6 +116,7 @@ def chosen_metrics(spec: TrajectorySpec, traj: Trajectories) -> list[str]:
     """The metrics to draw (checked to be recorded), and the crossing and plateau metrics checked too."""
     wanted = list(spec.metrics) if spec.metrics is not None else (["loss"] if "loss" in traj.metrics else traj.metrics)
     used = wanted + [c.metric for c in spec.crossings] + [p.metric for p in spec.plateaus]
+    used += [r.metric for r in spec.rates] + [t.metric for t in spec.trends]
     unknown = sorted({m for m in used if m not in traj.metrics})
     if unknown:
         raise ValueError(f"report.trajectory: metrics {unknown} are not recorded (recorded: {traj.metrics})")
@@ -135,6 +152,18 @@ def panel_levels(spec: TrajectorySpec, runs: pd.DataFrame, fields: list[str]) ->
             raise ValueError(f"report.trajectory.references: {err} (names constant within the panel)") from None
         levels.append(Level(y=y, label=ref.label, color=ref.color, style=ref.style))
     return levels
+
+
+def metric_panels_frame(frame: pd.DataFrame, metrics: list[str], x: str) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The frame in long form for layout "metric": one panel per (metric, group) with the metric's
+    values in column `value`; and each panel's metric (its y label)."""
+    parts, panels = [], {}
+    for metric in metrics:
+        part = frame[["run_id", "panel", "series", x, metric]].rename(columns={metric: "value"})
+        name = part["panel"].map(lambda p, m=metric: m if p == "all" else f"{m} · {p}")
+        panels.update((p, metric) for p in dict.fromkeys(name))
+        parts.append(part.assign(panel=name))
+    return pd.concat(parts, ignore_index=True), panels
 
 
 def marks(stages: pd.DataFrame, spec: TrajectorySpec, metrics: list[str]) -> pd.DataFrame:

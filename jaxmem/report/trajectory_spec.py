@@ -12,6 +12,9 @@ section, with or without this table; the table chooses what they show and adds s
     x_scale     "linear" (default) or "log"; a log axis leaves out evaluations at x ≤ 0
     y_scale     "linear" (default) or "log"
     x_label, y_label, title
+    layout      "group" (default): one panel per group_by combination, the metrics in it by line style;
+                "metric": one panel per metric (per group too, if any), each with its own y axis
+    log_y       with layout "metric": the metrics drawn on a log y axis, e.g. ["loss_gap"]
     group_by    config fields: one panel per distinct combination (default: one panel)
     color_by    config fields told apart by colour inside a panel (default: the config fields, and lr,
                 that vary across the sweep and are not in group_by)
@@ -29,6 +32,14 @@ section, with or without this table; the table chooses what they show and adds s
                 group_by = [...] (default: group_by above), tolerance = 0.1,
                 predicted = {"relation learned" = "1/(0.1*0.07655)", ...}}: keys of `predicted` are
                 crossing labels, values expressions over the config fields constant within a group
+
+    rates       asymptotic rates, [{metric = "w_norm", scale = "log", decades = 1, predicted = "wmm_norm",
+                tolerance = 0.1, label = "d‖W‖/d ln t"}]: per run, the least-squares slope of the metric
+                against ln(step) (scale "log") or of ln(metric) against ln(step) ("loglog": the power
+                law exponent) over the last `decades` decades of evaluations; `predicted` is an
+                expression over the run's config fields, lr, seed and its metrics at the last evaluation
+    trends      monotone trends, [{metric = "cos_mm", direction = "increasing", tol = 1e-6, label}]: per
+                run, the evaluations that move against `direction` by more than tol × |value|
 
 Files: trajectories.csv (wide: run_id, step, time, status, point, seed, lr, the config fields, one
 column per metric), trajectory.png, and with crossings or a plateau stages.csv (one row per run: every
@@ -91,6 +102,10 @@ KEYS = {
     "crossings",
     "plateau",
     "escape",
+    "layout",
+    "log_y",
+    "rates",
+    "trends",
 }
 ESCAPE_KEYS = {"x", "x_label", "y", "group_by", "tolerance", "predicted"}
 DEFAULT_TOLERANCE = 0.1
@@ -129,6 +144,24 @@ class Plateau:
 
 
 @dataclasses.dataclass(frozen=True)
+class Rate:
+    metric: str
+    scale: str  # "log": metric vs ln(step); "loglog": ln(metric) vs ln(step)
+    decades: float
+    predicted: str | float | None
+    tolerance: float
+    label: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Trend:
+    metric: str
+    direction: str  # "increasing" or "decreasing"
+    tol: float
+    label: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Escape:
     x: str
     x_label: str
@@ -155,9 +188,13 @@ class TrajectorySpec:
     crossings: tuple[Crossing, ...] = ()
     plateaus: tuple[Plateau, ...] = ()
     escape: Escape | None = None
+    rates: tuple[Rate, ...] = ()
+    trends: tuple[Trend, ...] = ()
+    layout: str = "group"
+    log_y: tuple[str, ...] = ()
 
     def names(self) -> set[str]:
-        """Every config name an expression of this spec refers to."""
+        """Every config name an expression of this spec refers to (rates may also name metrics)."""
         expressions = [r.y for r in self.references] + [c.level for c in self.crossings]
         expressions += [p.near for p in self.plateaus]
         if self.escape is not None:
@@ -199,6 +236,10 @@ def trajectory_spec(report_spec: dict) -> TrajectorySpec:
         crossings=crossings,
         plateaus=plateaus,
         escape=_escape(table.get("escape"), x, _fields(table, "group_by") or (), labels),
+        layout=_choice(table, "layout", ("group", "metric")),
+        log_y=_fields(table, "log_y") or (),
+        rates=tuple(_rate(i, r) for i, r in enumerate(_list(table, "rates"))),
+        trends=tuple(_trend(i, t) for i, t in enumerate(_list(table, "trends"))),
     )
     spec.names()  # parse every expression now, before any data is read
     return spec
@@ -277,6 +318,45 @@ def _plateau(i: int, table) -> Plateau:
     near = _expression(f"{where}.near", table["near"])
     label = str(table.get("label", f"{table['metric']} ≈ {near}"))
     return Plateau(metric=str(table["metric"]), near=near, tol=tol, label=label)
+
+
+def _rate(i: int, table: dict) -> Rate:
+    where = f"report.trajectory.rates[{i}]"
+    unknown = set(table) - {"metric", "scale", "decades", "predicted", "tolerance", "label"}
+    if unknown or "metric" not in table:
+        raise ValueError(f"{where}: needs a metric; unknown keys {sorted(unknown)}")
+    decades, tolerance = float(table.get("decades", 1.0)), float(table.get("tolerance", DEFAULT_TOLERANCE))
+    if not (decades > 0 and tolerance > 0):
+        raise ValueError(f"{where}: decades and tolerance must be > 0, got {decades}, {tolerance}")
+    predicted = table.get("predicted")
+    if predicted is not None:
+        predicted = _expression(f"{where}.predicted", predicted)
+    if isinstance(predicted, str):
+        names_in(predicted)  # parsed now, before any data is read
+    scale = _choice(table, "scale", ("log", "loglog"), where)
+    label = f"d {table['metric']} / d ln step" if scale == "log" else f"d ln {table['metric']} / d ln step"
+    return Rate(
+        metric=str(table["metric"]),
+        scale=scale,
+        decades=decades,
+        predicted=predicted,
+        tolerance=tolerance,
+        label=str(table.get("label", label)),
+    )
+
+
+def _trend(i: int, table: dict) -> Trend:
+    where = f"report.trajectory.trends[{i}]"
+    unknown = set(table) - {"metric", "direction", "tol", "label"}
+    if unknown or "metric" not in table:
+        raise ValueError(f"{where}: needs a metric; unknown keys {sorted(unknown)}")
+    tol = float(table.get("tol", 1e-6))
+    if not tol >= 0:
+        raise ValueError(f"{where}.tol must be >= 0, got {tol}")
+    direction = _choice(table, "direction", ("increasing", "decreasing"), where)
+    return Trend(
+        metric=str(table["metric"]), direction=direction, tol=tol, label=str(table.get("label", table["metric"]))
+    )
 
 
 def _escape(table, x: str, group_by: tuple[str, ...], labels: list[str]) -> Escape | None:

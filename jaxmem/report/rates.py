@@ -1,0 +1,138 @@
+"""Asymptotic rates and monotone trends along trajectories (`[report.trajectory] rates, trends`).
+
+Rate: per run, the least-squares slope of the metric against ln(step) (scale "log", e.g. ‖W_t‖ ≈
+‖W^mm‖·ln t, Thrampoulidis 2024 spec §4.5) or of ln(metric) against ln(step) ("loglog": the exponent
+of a power law, e.g. CE − ℋ = Θ(1/t)), over the evaluations in the last `decades` decades of steps
+(step ≥ last step / 10^decades, step > 0). `predicted` is evaluated per run with its config fields,
+lr, seed and its metrics at the last evaluation; ratio = slope / predicted, within when
+|ratio − 1| ≤ tolerance.
+
+Trend: per run, the consecutive evaluations whose metric moves against the direction by more than
+tol·|value| (float round-off is not a violation), and the metric's last value.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from jaxmem.expr import ExpressionError, evaluate
+from jaxmem.report.escape import fit_line
+from jaxmem.report.markdown import markdown_table
+from jaxmem.report.trajectory_data import names_of
+from jaxmem.report.trajectory_markdown import key_of, spread
+from jaxmem.report.trajectory_spec import Rate, TrajectorySpec, Trend
+
+RATES_CSV = "rates.csv"
+
+
+def run_rate(run: pd.DataFrame, rate: Rate, names: dict) -> dict:
+    """One run's fitted slope over its last decades, with the predicted slope and their ratio."""
+    steps = run["step"].to_numpy(float)
+    values = run[rate.metric].to_numpy(float)
+    last = steps.max() if steps.size else math.nan
+    keep = (steps > 0) & (steps >= last / 10**rate.decades) & np.isfinite(values)
+    if rate.scale == "loglog":
+        keep &= values > 0
+    y = np.log(values[keep]) if rate.scale == "loglog" else values[keep]
+    fit = fit_line(np.log(steps[keep]), y)
+    predicted = math.nan
+    if rate.predicted is not None:
+        try:
+            predicted = float(evaluate(rate.predicted, names))
+        except ExpressionError as err:
+            raise ValueError(f"report.trajectory.rates ({rate.label}): {err}") from None
+    ratio = fit["slope"] / predicted if predicted else math.nan
+    return {
+        "rate": rate.label,
+        "from_step": float(steps[keep].min()) if keep.any() else math.nan,
+        "to_step": last,
+        "n": fit["n"],
+        "slope": fit["slope"],
+        "r2": fit["r2"],
+        "predicted": predicted,
+        "ratio": ratio,
+        "within": abs(ratio - 1) <= rate.tolerance if math.isfinite(ratio) else None,
+    }
+
+
+def run_trend(run: pd.DataFrame, trend: Trend) -> dict:
+    """One run's moves against the trend's direction and its last value."""
+    values = run[trend.metric].to_numpy(float)
+    values = values[np.isfinite(values)]
+    moves = np.diff(values) * (1 if trend.direction == "increasing" else -1)
+    against = moves < -trend.tol * np.abs(values[1:])
+    return {
+        "trend": trend.label,
+        "moves": int(moves.size),
+        "against": int(against.sum()),
+        "worst": float(-moves.min()) if moves.size and against.any() else 0.0,
+        "first": float(values[0]) if values.size else math.nan,
+        "last": float(values[-1]) if values.size else math.nan,
+    }
+
+
+def rate_tables(frame: pd.DataFrame, runs: pd.DataFrame, spec: TrajectorySpec, fields: list[str]):
+    """(rates, trends): one row per (run, rate) and per (run, trend), with run_id, panel and series."""
+    rate_rows, trend_rows = [], []
+    for run in runs.to_dict("records"):
+        evaluations = frame[frame["run_id"] == run["run_id"]].sort_values("step")
+        if evaluations.empty:
+            continue
+        last = evaluations.iloc[-1].to_dict()
+        names = {**names_of(last, fields), **names_of(last, [c for c in evaluations if c not in fields])}
+        label = {"run_id": run["run_id"], "panel": run["panel"], "series": run["series"], "seed": run["seed"]}
+        rate_rows += [{**label, **run_rate(evaluations, r, names)} for r in spec.rates]
+        trend_rows += [{**label, **run_trend(evaluations, t)} for t in spec.trends]
+    return pd.DataFrame(rate_rows), pd.DataFrame(trend_rows)
+
+
+def rates_section(rates: pd.DataFrame, trends: pd.DataFrame, spec: TrajectorySpec) -> str:
+    """Mean ± std of the fitted rates against their predictions, and the trends, per panel and series."""
+    lines = []
+    if not rates.empty:
+        rows = []
+        for (label, panel, series), group in rates.groupby(["rate", "panel", "series"], sort=False):
+            within = group["within"].dropna()
+            verdict = f"{int(within.sum())}/{len(within)}" if len(within) else "–"
+            steps = f"{spread(group['from_step'])} – {spread(group['to_step'])}"
+            row = [label, key_of(panel, series), len(group), steps, spread(group["slope"]), spread(group["predicted"])]
+            rows.append(row + [spread(group["ratio"]), verdict])
+        tolerance = ", ".join(f"{r.label}: {r.tolerance:.0%}" for r in spec.rates)
+        lines += [
+            "### Asymptotic rates",
+            "",
+            "Per run, the least-squares slope over the evaluations of the last decades of steps (against ln step; "
+            f"of ln metric for power laws); predicted from the run's config and final metrics. Within ({tolerance}) "
+            f"counts the runs whose |slope / predicted − 1| is inside the tolerance. Per run: `{RATES_CSV}`.",
+            "",
+            markdown_table(
+                ["rate", "runs of", "runs", "steps", "slope", "predicted", "slope / predicted", "within"], rows
+            ),
+        ]
+    if not trends.empty:
+        rows = []
+        for (label, panel, series), group in trends.groupby(["trend", "panel", "series"], sort=False):
+            monotone = int((group["against"] == 0).sum())
+            rows.append(
+                [
+                    label,
+                    key_of(panel, series),
+                    f"{monotone}/{len(group)}",
+                    int(group["against"].sum()),
+                    spread(group["first"]) + " → " + spread(group["last"]),
+                ]
+            )
+        directions = "; ".join(f"{t.label}: {t.direction} (tol {t.tol:g})" for t in spec.trends)
+        lines += [
+            "",
+            "### Trends",
+            "",
+            f"{directions}. A run is monotone when no evaluation moves against the direction by more than "
+            "tol × |value|.",
+            "",
+            markdown_table(["trend", "runs of", "monotone runs", "moves against", "first → last"], rows),
+        ]
+    return "\n".join(lines).strip()
