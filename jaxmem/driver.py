@@ -93,13 +93,18 @@ class Sweep:
     # -- what is left to run ---------------------------------------------------------------------
     def _runs_for(self, unit: Unit, value: int | None, round_: int) -> list[Run]:
         variable = self.spec.search.variable if self.spec.search else None
-        return [make_run(unit.point, unit.seed, lr, variable, value, round_) for lr in self.spec.train.learning_rates]
+        shared = self.exp.same_problem_across
+        return [
+            make_run(unit.point, unit.seed, lr, variable, value, round_, shared)
+            for lr in self.spec.train.learning_rates
+        ]
 
     def _probe_outcome(self, unit: Unit, value: int) -> bool | None:
         results = [self.outcomes.get(r.run_id) for r in self._runs_for(unit, value, 0)]
         if any(r is None for r in results):
             return None
-        return any(success for success, _ in results)
+        success = any(success for success, _ in results)
+        return success if self.spec.search.goal == "largest" else not success  # bracket the last failure
 
     def _bracket(self, unit: Unit) -> searching.Bracket:
         s = self.spec.search
@@ -130,9 +135,15 @@ class Sweep:
         return finished_searches
 
     def _search_row(self, unit: Unit, b: searching.Bracket) -> dict:
+        """The finished search's row. Its `capacity` is the answer: the largest value that succeeds, or
+        with goal "smallest" the smallest (the bracket then ran on flipped outcomes: its capacity is the
+        last failure and its first failure the answer); `first_failure` is the value just past it."""
         config = self.exp.complete(unit.point)
         variable = self.spec.search.variable
-        at_capacity = {**config, variable: int(b.capacity)} if not math.isnan(b.capacity) else None
+        found, beyond = (
+            (b.capacity, b.first_failure) if self.spec.search.goal == "largest" else (b.first_failure, b.capacity)
+        )
+        at_capacity = {**config, variable: int(found)} if not math.isnan(found) else None
         return {
             "unit": unit.id,
             "point": point_id(unit.point),
@@ -233,10 +244,18 @@ class Sweep:
                         f"run {f.run.run_id} ({_describe(f.run)}) diverged (NaN/inf) after "
                         f"{f.steps} steps; frozen and recorded"
                     )
+                elif failed := self._failed_checks(f):
+                    self.progress.note(
+                        f"run {f.run.run_id} ({_describe(f.run)}) rejected: its instance fails "
+                        f"{', '.join(failed)}; not trained, recorded"
+                    )
         for runner in self.runners.values():
             runner.close(remove_checkpoints=True)
-        with contextlib.suppress(OSError):  # removed only when empty
-            (self.out_dir / "checkpoints").rmdir()
+        shutil.rmtree(self.out_dir / "checkpoints", ignore_errors=True)  # also those of a run killed after its last row
+
+    def _failed_checks(self, f: Finished) -> list[str]:
+        """The experiment's precondition checks the run's problem failed at initialisation (see Experiment)."""
+        return [c for c in self.exp.precondition if f.final.get(c, 1.0) < 0.5] if self.settings.steps else []
 
     def _success(self, f: Finished) -> bool:
         return f.best >= self.success_threshold

@@ -11,6 +11,7 @@ from jaxmem.experiments import get as get_experiment
 from jaxmem.plan import Bucket, padding_waste
 from jaxmem.report import write_report
 from jaxmem.report.final_metrics import expand_final_metrics
+from jaxmem.report.references import reference_section
 from jaxmem.report.trajectory_data import planned_runs
 from jaxmem.spec import TrainSpec
 from jaxmem.store import expand_config, load_results
@@ -39,11 +40,14 @@ def report(out_dir: str | Path) -> Path:
     trajectories = load_results(out_dir, "trajectories")
     in_flight = not trajectories.empty and not set(trajectories["run_id"]) <= set(raw_runs["run_id"])
     planned = planned_runs(spec) if in_flight else None
-    paths = write_report(
-        out_dir, spec.get("report", {}), searches, runs, meta_view, spec.get("train", {}), trajectories, planned
-    )
+    report_spec = {**spec.get("report", {}), "search_goal": spec.get("search", {}).get("goal", "largest")}
+    paths = write_report(out_dir, report_spec, searches, runs, meta_view, spec.get("train", {}), trajectories, planned)
     report_path = next(p for p in paths if p.name == "report.md")
-    report_path.write_text(report_path.read_text().rstrip() + "\n\n" + buckets_section(meta, raw_runs, compiles))
+    references = reference_section(
+        out_dir, spec.get("report", {}), raw_runs, searches, get_experiment(meta["experiment"])
+    )
+    sections = [report_path.read_text().rstrip(), references, buckets_section(meta, raw_runs, compiles)]
+    report_path.write_text("\n\n".join(s for s in sections if s))
     return report_path
 
 

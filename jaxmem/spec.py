@@ -12,7 +12,8 @@ Layout (every section but `experiment` optional; see sweeps/ for complete exampl
     [derived]  m = "m_over_d * d"           # expressions over grid/fixed names
     [train]    steps, eval_every, metric, early_stop, learning_rates (a list = best over them, in parallel),
                integrator ("optax" | "gradient_flow"), rtol, atol
-    [search]   variable, lo, hi (expressions), threshold, resolution, probes, mode ("verified"|"paper")
+    [search]   variable, lo, hi (expressions), threshold, resolution, probes, mode ("verified"|"paper"),
+               goal ("largest" value that succeeds: a capacity | "smallest": an onset threshold)
     [engine]   pad_ratio, search_pad_ratio, search_pad_floor, pad_to_max, max_slots, segment_seconds,
                record_trajectory, trajectory_per_decade
     [report]   free-form options (title, fit, guide, group_by, expect_slope, ...; heatmap: jaxmem.report.heatmap)
@@ -84,6 +85,7 @@ class SearchSpec:
     probes: int = 3  # K probes per round: a (K+1)-ary search
     mode: str = "verified"  # "paper": midpoint, lower bound assumed feasible (authors' rules)
     max_expand: int = 4  # verified mode: how often a bracket may double/halve past its bounds
+    goal: str = "largest"  # "largest" value that succeeds (a capacity) or "smallest" (an onset threshold)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -367,6 +369,8 @@ def _search(table, exp: Experiment | None, problems) -> SearchSpec | None:
                 f"search.variable: {search.variable!r} is not an integer field of {exp.name} "
                 f"(integer fields: {', '.join(ints)})"
             )
+    if search.goal not in ("largest", "smallest"):
+        problems.append(f"search.goal: must be 'largest' or 'smallest', got {search.goal!r}")
     if search.mode not in ("verified", "paper"):
         problems.append(f"search.mode: must be 'verified' or 'paper', got {search.mode!r}")
     if not 0 < search.threshold <= 1:

@@ -6,6 +6,8 @@ import numpy as np
 import optax
 
 from jaxmem.experiments import ntp_linear as nt
+from jaxmem.experiments import ntp_reference as ref
+from jaxmem.plan import problem_index
 from helpers import assert_padded_matches, bucket_shape, run_program
 
 EXP = nt.EXPERIMENT
@@ -71,32 +73,85 @@ def test_gd_gap_decreases_monotonically_and_norm_grows():
     assert np.all(np.diff(np.asarray(gaps)) < 0) and norms[-1] > norms[0]
 
 
-def test_w_star_solves_log_odds_and_minimises_ce_on_F():
+def host_instance(problem) -> ref.Instance:
+    return ref.Instance.from_arrays(*(np.asarray(problem[k]) for k in ("H", "P", "mask", "pi")), problem["tokens"])
+
+
+def test_engine_references_match_the_float64_solvers():
+    """W* (lstsq), P_F and W^mm (clarabel QP) of a padded float32 instance, against ntp_reference."""
     shape, dyn, params, problem = one({**SMALL, "m": 10, "d": 20}, BIG, seed=3)
-    W_star = problem["W_star"]
-    onehot, active, b = nt._constraints(problem)
-    np.testing.assert_allclose(nt.apply_A(W_star, problem, onehot, active), b, atol=2e-4)  # Eq. (4)
-    np.testing.assert_allclose(nt.project_F(W_star, problem), W_star, atol=2e-4)  # W* ∈ F
+    inst = host_instance(problem)
+    W_star, residual = ref.w_star(inst)
+    mm = ref.w_mm(inst)
+    assert residual < 1e-10 and mm.separable
+    assert bool(problem["compatible"]) and bool(problem["separable"])
+    V, d = 6, 20  # (the host instance keeps the zero-padded embedding dimensions)
+    np.testing.assert_allclose(problem["W_star"][:V], W_star, atol=2e-4)
+    np.testing.assert_allclose(problem["W_mm"][:V], mm.W, rtol=1e-3, atol=2e-4)
+    assert float(jnp.max(jnp.abs(problem["W_mm"][V:]))) + float(jnp.max(jnp.abs(problem["W_mm"][:, d:]))) < 1e-6
+    W = np.asarray(params["W"][:V], np.float64)
+    np.testing.assert_allclose(nt.project_F(params["W"], problem)[:V], ref.project_F(W, inst), atol=2e-4)
     kl_in = lambda W: nt.gap_parts({"W": W}, problem)[0]  # noqa: E731 - CE_F − ℋ (spec D3)
-    assert float(kl_in(W_star)) < 1e-6
-    assert float(jnp.max(jnp.abs(jax.grad(kl_in)(W_star)))) < 1e-4  # ∇CE_F(W*) = 0 (Lemma 4)
-    # independent float64 minimum-norm solution of the same equations
-    H, P, mask = (np.asarray(problem[k], np.float64) for k in ("H", "P", "mask"))
-    rows, rhs = [], []
-    for j in range(10):
-        support = np.nonzero(mask[j])[0]
-        for z in support[1:]:
-            e = np.zeros(P.shape[1])
-            e[support[0]], e[z] = 1.0, -1.0
-            rows.append(np.outer(e, H[j]).ravel())
-            rhs.append(np.log(P[j, support[0]] / P[j, z]))
-    ref = np.linalg.lstsq(np.array(rows), np.array(rhs), rcond=None)[0].reshape(W_star.shape)
-    np.testing.assert_allclose(W_star, ref, atol=2e-4)
-    # P_F is an orthogonal projector: idempotent and the residual is orthogonal to W*
-    W = params["W"]
-    WF = nt.project_F(W, problem)
-    np.testing.assert_allclose(nt.project_F(WF, problem), WF, atol=1e-4)
-    assert abs(float(jnp.sum((W - WF) * W_star))) < 1e-3
+    assert float(kl_in(problem["W_star"])) < 1e-6  # Lemma 4: CE_F(W*) = ℋ
+    metrics = EXP.evaluate({"W": problem["W_star"] + 7.0 * problem["W_mm"]}, problem, shape, dyn)
+    assert float(metrics["logodds_err"]) < 1e-3 and float(metrics["accuracy"]) == 1.0
+    np.testing.assert_allclose(metrics["cos_perp"], 1.0, atol=1e-5)  # P_⊥(W* + R W^mm) = R W^mm (D8)
+    np.testing.assert_allclose(metrics["margin_perp"] * metrics["wmm_norm"], 1.0, atol=1e-3)  # γ = 1/‖W^mm‖
+
+
+def test_toy2d_instance_and_its_references():
+    """The spec §2.2 instance: engine W^mm and W* equal the host solvers'; words 1 and 5 share W^mm rows."""
+    config = {**nt.TOY2D, "instance": "toy2d"}
+    shape, dyn, params, problem = one(config, BIG)
+    inst = host_instance(problem)
+    np.testing.assert_allclose(inst.H[:, :2], ref.toy2d().H, atol=1e-7)
+    np.testing.assert_allclose(inst.P, ref.toy2d().P, atol=1e-7)
+    np.testing.assert_allclose(problem["W_mm"][:5], ref.w_mm(inst).W, atol=1e-5)
+    np.testing.assert_allclose(problem["W_star"][:5], ref.w_star(inst)[0], atol=1e-5)
+    np.testing.assert_allclose(problem["W_mm"][0], problem["W_mm"][4], atol=1e-5)
+    assert float(jnp.linalg.norm(problem["W_star"][0] - problem["W_star"][4])) > 0.1
+    assert EXP.check({**EXP.complete(config), "d": 3}) == ["instance = toy2d needs m = 3, d = 2, V = 5, support = 3"]
+
+
+def test_predicates_agree_with_lstsq_and_the_lp_along_nested_d():
+    """Compatible (Def. 1) and separable (Def. 2) per d, for instances nested along d (one key: d is in
+    same_problem_across and the draws are shape-stable), against the float64 lstsq and HiGHS LP."""
+    base = {"m": 12, "V": 6, "support": 3, "optimizer": "gd"}
+    shape = {**bucket_shape([{**base, "d": 16}], EXACT, EXP)[1]}
+    key = jax.random.PRNGKey(4)
+    init = jax.jit(lambda dyn: EXP.init(key, shape, dyn)[1])
+    verdicts, previous = [], None
+    for d in range(2, 17):
+        dyn = {k: jnp.asarray(v) for k, v in EXP.dynamic(EXP.complete({**base, "d": d})).items()}
+        problem = init(dyn)
+        inst = host_instance(problem)
+        if previous is not None:  # nested: the first d − 1 coordinates are the previous instance's
+            np.testing.assert_array_equal(problem["H"][:, : d - 1], previous["H"][:, : d - 1])
+        engine = (bool(problem["compatible"]), bool(problem["separable"]))
+        host = (ref.compatible(inst), ref.separable_lp(inst)[0])
+        assert engine == host, f"d = {d}: engine {engine}, host {host}"
+        verdicts.append(host)
+        previous = problem
+    assert verdicts[0] == (False, False) and verdicts[-1] == (True, True)
+    assert [v[1] for v in verdicts] == sorted(v[1] for v in verdicts), "separability is monotone in d"
+
+
+def test_rejected_instance_is_not_trained():
+    """An instance failing the precondition (not separable at d = 2) keeps W_0: no step is taken."""
+    configs = [{**SMALL, "d": 2}, {**SMALL, "d": 12}]
+    state = run_program(configs, EXACT, 2, 40, [1.0, 1.0], stop=2.0, exp=EXP, eval_every=8)
+    assert np.asarray(state.last["separable"]).tolist() == [0.0, 1.0]
+    assert np.asarray(state.step).tolist() == [0, 40]
+    assert bool(state.done[0])
+
+
+def test_optimisers_share_one_problem_key():
+    """Runs differing only in same_problem_across fields (optimizer, d) get one problem index."""
+    point = EXP.complete({**SMALL, "d": 12})
+    indices = {problem_index({**point, "optimizer": o}, None, None, EXP.same_problem_across) for o in nt.OPTIMIZERS}
+    searched = {problem_index(point, "d", d, EXP.same_problem_across) for d in (3, 9)}
+    assert len(indices) == 1 and len(searched) == 1
+    assert problem_index({**point, "V": 7}, None, None, EXP.same_problem_across) not in indices
 
 
 def test_ngd_step_has_unit_norm_direction():

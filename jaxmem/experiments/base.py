@@ -65,6 +65,9 @@ class Experiment:
     same_problem_across: config fields that leave the problem `init` draws unchanged. Runs differing
         only in them get the same key (same instance, same initialisation: an optimizer comparison),
         and a searched size whose draws are shape-stable gives nested instances along the search.
+    host_check: (config, seed, point, variable, value) -> dict, an independent float64 check of one
+        run's problem on the host (by well-kept solvers), whose keys that are also metrics are set
+        against the engine's values in the report (`[report] references = true`).
     precondition: 0/1 metrics evaluated at initialisation; a run whose problem fails one (< 0.5) is
         rejected: never trained, recorded with 0 steps and named by the driver as a bad instance.
     """
@@ -85,6 +88,7 @@ class Experiment:
     metrics: tuple[str, ...] = ("loss", "accuracy")
     same_problem_across: tuple[str, ...] = ()
     precondition: tuple[str, ...] = ()
+    host_check: Callable[..., dict] | None = None
 
     def complete(self, config: Config) -> dict:
         """The config with defaults filled in (fields must already be validated)."""

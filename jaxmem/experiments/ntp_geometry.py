@@ -67,7 +67,7 @@ def project_F(W, basis) -> jax.Array:
 def svm_dual(K, cells, iters: int) -> jax.Array:
     """FISTA with gradient-based adaptive restart on min_{λ≥0, λ=0 off `cells`} ½λᵀKλ − 1ᵀλ."""
     scale = 1.0 / jnp.maximum(jnp.linalg.eigvalsh(K)[-1], 1e-30)
-    zero = jnp.zeros(K.shape[0])
+    zero = K[0] * 0.0  # (derived from K, so that under shard_map it keeps the per-device type)
 
     def body(_, carry):
         lam, y, t = carry
@@ -77,7 +77,7 @@ def svm_dual(K, cells, iters: int) -> jax.Array:
         y_next = jnp.where(restart, new, new + (t - 1.0) / t_next * (new - lam))
         return new, y_next, t_next
 
-    lam, _, _ = jax.lax.fori_loop(0, iters, body, (zero, zero, jnp.float32(1.0)))
+    lam, _, _ = jax.lax.fori_loop(0, iters, body, (zero, zero, scale * 0.0 + 1.0))
     return lam
 
 

@@ -63,6 +63,7 @@ from jaxmem.experiments.base import Field, bits, experiment_from
 OPTIMIZERS = ("gd", "ngd", "adam")
 PAPER_ETA = {"gd": 0.5, "ngd": 0.01, "adam": 0.01}  # spec §3.1 (App. A.2)
 NEG = -1e30  # logit of a padded token (spec §2.3: never -inf)
+SAME_PROBLEM_ACROSS = ("optimizer", "eta", "init", "svm_iters", "d", "m")  # nested draws along d and m
 TOY2D = {"m": 3, "d": 2, "V": 5, "support": 3}  # spec §2.2
 TOY2D_H = np.array([[0.0, 1.0], [-math.sqrt(3) / 2, -0.5], [math.sqrt(3) / 2, -0.5]])  # h_A, h_B, h_C
 TOY2D_P = np.array([[0.0, 0.5, 0.3, 0.2, 0.0], [0.7, 0.2, 0.0, 0.0, 0.1], [0.6, 0.0, 0.0, 0.3, 0.1]])
@@ -231,6 +232,50 @@ def evaluate(params, problem, shape, dyn) -> dict:
     }
 
 
+def attempt(solve, inst, notes: list[str]):
+    """solve(inst), or None with the solver's complaint noted (a near-degenerate instance without a verdict)."""
+    try:
+        return solve(inst)
+    except RuntimeError as err:
+        notes.append(str(err))
+        return None
+
+
+def host_check(config, seed: int, point: dict, variable: str | None, value) -> dict:
+    """The instance re-solved in float64 (ntp_reference): W* by lstsq, separability by the HiGHS LP, W^mm by the
+    clarabel QP with its worst KKT residual (spec §5.4 (a)–(f)) and twin-row gap (g); `problems` names bad input."""
+    from jaxmem.experiments import ntp_reference as ref
+    from jaxmem.plan import problem_index
+    from jaxmem.program import run_key
+
+    key = run_key(seed, problem_index(point, variable, value, SAME_PROBLEM_ACROSS))
+    dyn = {k: jnp.asarray(v) for k, v in dynamic(config).items()}
+    data = instance(key, shape(config, lambda n, _: n), dyn)
+    inst = ref.Instance.from_arrays(
+        *(np.asarray(data[k]) for k in ("H", "P", "mask", "pi")), np.asarray(data["tokens"])
+    )
+    W_star, residual = ref.w_star(inst)
+    notes = ref.diagnose(inst)
+    mm = attempt(ref.w_mm, inst, notes)
+    lp = attempt(lambda i: ref.separable_lp(i)[0], inst, notes)
+    separable = float(lp) if lp is not None else float(mm.separable) if mm is not None else math.nan
+    worst = twins = math.nan
+    if mm is not None and mm.separable:
+        k = ref.kkt_checks(inst, mm.W, mm.lam, W_star)
+        worst = max(k["eq_residual"], abs(k["min_margin"] - 1), -min(k["dual_min"], 0.0), k["comp_slack"])
+        worst, twins = max(worst, k["stationarity"], k["duality_gap"], k["orthogonality"]), k["symmetry"]
+    return {
+        "compatible": float(residual < ref.COMPAT_TOL),
+        "separable": separable,
+        "wstar_norm": float(np.linalg.norm(W_star)),
+        "wmm_norm": float(np.linalg.norm(mm.W)) if mm is not None and mm.separable else math.nan,
+        "log_odds_residual": float(residual),
+        "kkt_worst": worst,
+        "twin_rows_gap": twins,  # max ‖w_a − w_b‖ of W^mm over tokens with one support pattern (D9: 0)
+        "problems": "; ".join(notes) or "-",
+    }
+
+
 def normalize_by_global_norm(eps: float = 1e-30) -> optax.GradientTransformation:
     """Divide the update by its global (Frobenius) norm: chained with sgd(η), W ← W − η ∇/‖∇‖ (NGD)."""
 
@@ -311,6 +356,7 @@ EXPERIMENT = experiment_from(
     doc="Next-token prediction with a linear decoder: gap to entropy, norm growth, P_F(W) → W* (Thrampoulidis 24)",
     fields=FIELDS,
     metrics=METRICS,
-    same_problem_across=("optimizer", "eta", "init", "svm_iters", "d", "m"),
+    same_problem_across=SAME_PROBLEM_ACROSS,
     precondition=("compatible", "separable"),
+    host_check=host_check,
 )

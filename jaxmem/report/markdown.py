@@ -85,7 +85,8 @@ def capacity_section(report_spec: dict, searches: pd.DataFrame, variable: str) -
         ]
         for r in table.to_dict("records")
     ]
-    intro = f"## Capacity\n\nLargest {variable} reaching the success threshold, per grid point.\n\n"
+    extreme = "Smallest" if report_spec.get("search_goal") == "smallest" else "Largest"
+    intro = f"## Capacity\n\n{extreme} {variable} reaching the success threshold, per grid point.\n\n"
     return intro + markdown_table(headers, rows)
 
 

@@ -83,8 +83,15 @@ def write_trajectory_report(
             log_y = frozenset(p for p, m in metric_panels.items() if m in spec.log_y)
             written.append(
                 plot_trajectories(
-                    path, long, spec, ["value"], list(metric_panels), {}, marks(pd.DataFrame(), spec, []),
-                    {**labels, **metric_panels}, log_y,
+                    path,
+                    long,
+                    spec,
+                    ["value"],
+                    list(metric_panels),
+                    {},
+                    marks(pd.DataFrame(), spec, []),
+                    {**labels, **metric_panels},
+                    log_y,
                 )
             )
         else:
