@@ -12,6 +12,7 @@ from jaxmem.plan import Bucket, padding_waste
 from jaxmem.report import write_report
 from jaxmem.report.final_metrics import expand_final_metrics
 from jaxmem.report.references import reference_section
+from jaxmem.report.rejected import rejected_section
 from jaxmem.report.trajectory_data import planned_runs
 from jaxmem.spec import TrainSpec
 from jaxmem.store import expand_config, load_results
@@ -41,12 +42,15 @@ def report(out_dir: str | Path) -> Path:
     in_flight = not trajectories.empty and not set(trajectories["run_id"]) <= set(raw_runs["run_id"])
     planned = planned_runs(spec) if in_flight else None
     report_spec = {**spec.get("report", {}), "search_goal": spec.get("search", {}).get("goal", "largest")}
-    paths = write_report(out_dir, report_spec, searches, runs, meta_view, spec.get("train", {}), trajectories, planned)
+    paths = write_report(out_dir, report_spec, searches, runs, meta_view, train, trajectories, planned)
     report_path = next(p for p in paths if p.name == "report.md")
-    references = reference_section(
-        out_dir, spec.get("report", {}), raw_runs, searches, get_experiment(meta["experiment"])
-    )
-    sections = [report_path.read_text().rstrip(), references, buckets_section(meta, raw_runs, compiles)]
+    exp = get_experiment(meta["experiment"])
+    sections = [
+        report_path.read_text().rstrip(),
+        rejected_section(raw_runs, exp, train),
+        reference_section(out_dir, report_spec, raw_runs, searches, exp),
+        buckets_section(meta, raw_runs, compiles),
+    ]
     report_path.write_text("\n\n".join(s for s in sections if s))
     return report_path
 

@@ -48,6 +48,24 @@ def test_separability_threshold_search_finds_the_smallest_separable_d(tmp_path):
     assert len(checked) == 2 * len(SEEDS)  # both sides of every threshold
     assert (checked["separable"] == checked["engine_separable"]).all()
     assert f"| separable | {len(checked)}/{len(checked)} agree |" in text
+    assert (out / "instance.png").stat().st_size > 0
+
+
+def test_an_instance_failing_the_precondition_is_rejected_and_reported(tmp_path):
+    """d = 1 < the separability threshold: the run is recorded untrained and named in the report."""
+    raw = {
+        "experiment": "ntp_linear",
+        "seeds": [0],
+        "fixed": POINT,
+        "grid": {"d": [1, 12]},
+        "train": {"steps": 30, "eval_every": 10, "learning_rates": [1.0]},
+    }
+    out = tmp_path / "out"
+    report = run_sweep(specmod.parse(raw, name="tiny_rejected"), out, quiet=True)
+    runs = load_results(out).sort_values("d")
+    assert runs["steps_run"].tolist() == [0, 30]
+    text = report.read_text()
+    assert "## Rejected instances" in text and "1 of 2 runs" in text and "| compatible, separable |" in text
 
 
 def frame_of(steps, columns: dict) -> pd.DataFrame:

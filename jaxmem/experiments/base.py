@@ -68,6 +68,8 @@ class Experiment:
     host_check: (config, seed, point, variable, value) -> dict, an independent float64 check of one
         run's problem on the host (by well-kept solvers), whose keys that are also metrics are set
         against the engine's values in the report (`[report] references = true`).
+    host_figure: (path, config, seed, point, variable, value) -> path, a picture of one run's problem
+        drawn on the host, shown with the reference checks.
     precondition: 0/1 metrics evaluated at initialisation; a run whose problem fails one (< 0.5) is
         rejected: never trained, recorded with 0 steps and named by the driver as a bad instance.
     """
@@ -89,6 +91,7 @@ class Experiment:
     same_problem_across: tuple[str, ...] = ()
     precondition: tuple[str, ...] = ()
     host_check: Callable[..., dict] | None = None
+    host_figure: Callable[..., Any] | None = None
 
     def complete(self, config: Config) -> dict:
         """The config with defaults filled in (fields must already be validated)."""

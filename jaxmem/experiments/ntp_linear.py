@@ -232,6 +232,16 @@ def evaluate(params, problem, shape, dyn) -> dict:
     }
 
 
+def host_figure(path, config, seed: int, point: dict, variable: str | None, value):
+    """Figs 1–3: the instance's probabilities and, for d = 2, the rows of W^mm and W* (ntp_figures)."""
+    from jaxmem.experiments import ntp_reference as ref
+    from jaxmem.experiments.ntp_figures import instance_figure
+
+    inst = host_instance(config, seed, point, variable, value)
+    mm = attempt(ref.w_mm, inst, [])
+    return instance_figure(path, inst.H, inst.P, mm.W if mm is not None else None, ref.w_star(inst)[0])
+
+
 def attempt(solve, inst, notes: list[str]):
     """solve(inst), or None with the solver's complaint noted (a near-degenerate instance without a verdict)."""
     try:
@@ -241,9 +251,8 @@ def attempt(solve, inst, notes: list[str]):
         return None
 
 
-def host_check(config, seed: int, point: dict, variable: str | None, value) -> dict:
-    """The instance re-solved in float64 (ntp_reference): W* by lstsq, separability by the HiGHS LP, W^mm by the
-    clarabel QP with its worst KKT residual (spec §5.4 (a)–(f)) and twin-row gap (g); `problems` names bad input."""
+def host_instance(config, seed: int, point: dict, variable: str | None, value):
+    """The run's instance rebuilt on the host from its key, as a float64 ntp_reference.Instance."""
     from jaxmem.experiments import ntp_reference as ref
     from jaxmem.plan import problem_index
     from jaxmem.program import run_key
@@ -251,9 +260,17 @@ def host_check(config, seed: int, point: dict, variable: str | None, value) -> d
     key = run_key(seed, problem_index(point, variable, value, SAME_PROBLEM_ACROSS))
     dyn = {k: jnp.asarray(v) for k, v in dynamic(config).items()}
     data = instance(key, shape(config, lambda n, _: n), dyn)
-    inst = ref.Instance.from_arrays(
+    return ref.Instance.from_arrays(
         *(np.asarray(data[k]) for k in ("H", "P", "mask", "pi")), np.asarray(data["tokens"])
     )
+
+
+def host_check(config, seed: int, point: dict, variable: str | None, value) -> dict:
+    """The instance re-solved in float64 (ntp_reference): W* by lstsq, separability by the HiGHS LP, W^mm by the
+    clarabel QP with its worst KKT residual (spec §5.4 (a)–(f)) and twin-row gap (g); `problems` names bad input."""
+    from jaxmem.experiments import ntp_reference as ref
+
+    inst = host_instance(config, seed, point, variable, value)
     W_star, residual = ref.w_star(inst)
     notes = ref.diagnose(inst)
     mm = attempt(ref.w_mm, inst, notes)
@@ -359,4 +376,5 @@ EXPERIMENT = experiment_from(
     same_problem_across=SAME_PROBLEM_ACROSS,
     precondition=("compatible", "separable"),
     host_check=host_check,
+    host_figure=host_figure,
 )

@@ -21,6 +21,7 @@ from jaxmem.report.markdown import markdown_table
 
 MAX_CHECKS = 48
 REFERENCES_CSV = "references.csv"
+INSTANCE_PNG = "instance.png"
 
 
 def sampled_runs(raw_runs: pd.DataFrame, searches: pd.DataFrame, exp: Experiment) -> pd.DataFrame:
@@ -77,6 +78,7 @@ def reference_section(out_dir: Path, report_spec: dict, raw_runs, searches, exp:
             rel = ((eng - ref).abs() / ref.abs().clip(lower=1e-30)).dropna()
             agreement.append([name, f"{len(rel)} compared", f"{rel.max():.2e}" if len(rel) else "–"])
     shown = [c for c in table.columns if c != "run_id"]
+    figure = instance_figure(out_dir, raw_runs, table.iloc[0]["run_id"], exp, variable)
     return "\n".join(
         [
             "## Reference checks (host, float64)",
@@ -89,4 +91,16 @@ def reference_section(out_dir: Path, report_spec: dict, raw_runs, searches, exp:
             "",
             f"Per instance: `{REFERENCES_CSV}`.",
         ]
+        + ([f"\nThe first instance (seed {table.iloc[0]['seed']}):\n\n![instance]({figure.name})"] if figure else [])
     )
+
+
+def instance_figure(out_dir: Path, raw_runs: pd.DataFrame, run_id: str, exp: Experiment, variable: str | None):
+    """The experiment's picture of one run's problem (its host_figure), or None."""
+    if exp.host_figure is None:
+        return None
+    row = raw_runs[raw_runs["run_id"] == run_id].iloc[0]
+    config = json.loads(row["config"])
+    point = {k: v for k, v in config.items() if k != variable}
+    value = None if variable is None else config[variable]
+    return exp.host_figure(Path(out_dir) / INSTANCE_PNG, exp.complete(config), int(row["seed"]), point, variable, value)
