@@ -1,4 +1,4 @@
-"""Baselines for `bench_assoc_memory.py`: the runs of a jaxmem sweep, trained without the engine.
+"""Baselines for the benchmarks: the runs of a jaxmem sweep, trained without the engine.
 
 Both baselines train the UNPADDED model of each run (shape = `exp.shape(config, identity)`), from
 the engine's own key `run_key(seed, problem_index)`, with the experiment's own optimizer and the
@@ -9,6 +9,7 @@ metric reaches `stop_threshold` or `steps` steps ran. No padding, no vmap, no di
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
 import jax
@@ -53,6 +54,14 @@ class Timing:
         return self.total_s - self.compile_s
 
 
+def settings_of(spec) -> Settings:
+    """The engine's training settings for a spec, as `jaxmem.driver.Sweep` sets them (history off)."""
+    train = spec.train
+    stop = train.early_stop if train.early_stop is not None else math.inf
+    success = spec.search.threshold if spec.search else stop
+    return Settings(train.steps, train.eval_every, train.metric, success, stop)
+
+
 def runs_from_table(spec, exp: Experiment, runs) -> list[RunSpec]:
     """The runs a sweep executed (its `runs` table), with problem indices recomputed by `make_run`.
 
@@ -61,7 +70,8 @@ def runs_from_table(spec, exp: Experiment, runs) -> list[RunSpec]:
     out = []
     for row in runs.sort_values("run_id").itertuples():
         point = points[row.point]
-        run = make_run(point, int(row.seed), float(row.lr), spec.search.variable, int(row.value), 0)
+        value = int(row.value)
+        run = make_run(point, int(row.seed), float(row.lr), spec.search.variable, value, 0, exp.same_problem_across)
         assert run.run_id == row.run_id, f"run id mismatch for {row.run_id}"
         out.append(RunSpec(run.run_id, exp.complete(run.config), run.seed, run.lr, run.problem_index))
     return out
@@ -74,8 +84,14 @@ def unpadded(exp: Experiment, run: RunSpec) -> tuple[dict, tuple, dict]:
     return shape, tuple(sorted(shape.items())), dyn
 
 
-def _metric(exp, params, problem, shape, dyn, metric):
-    return jnp.asarray(exp.evaluate(params, problem, shape, dyn)[metric], jnp.float32)
+def evaluation(exp, shape):
+    """evaluate(params, problem, dyn) -> every metric of the experiment as float32, as the engine records
+    them: computing all of them is part of the work (returning one would let XLA drop the others)."""
+
+    def evaluate(params, problem, dyn):
+        return {k: jnp.asarray(v, jnp.float32) for k, v in exp.evaluate(params, problem, shape, dyn).items()}
+
+    return evaluate
 
 
 def _sgd_step(exp, shape):
@@ -89,15 +105,15 @@ def _sgd_step(exp, shape):
 
 # -- (b) one jitted while_loop program per run ---------------------------------------------------------
 def make_while_program(exp: Experiment, shape: dict, settings: Settings):
-    """train(seed, problem_index, dyn) -> (best, steps, final metric): the whole run in one program,
-    `while (not stopped) { fori_loop(eval_every steps); evaluate }`."""
-    step = _sgd_step(exp, shape)
+    """train(seed, problem_index, dyn) -> (best, steps, metrics at the last evaluation): the whole run in
+    one program, `while (not stopped) { fori_loop(eval_every steps); evaluate }`."""
+    step, evaluate = _sgd_step(exp, shape), evaluation(exp, shape)
 
     def train(seed, problem_index, dyn):
         key = run_key(seed, problem_index)
         params, problem = exp.init(key, shape, dyn)
         opt_state = exp.optimizer(dyn).init(params)
-        first = _metric(exp, params, problem, shape, dyn, settings.metric)
+        first = evaluate(params, problem, dyn)
 
         def keep_going(carry):
             _, _, steps, best, _ = carry
@@ -111,12 +127,12 @@ def make_while_program(exp: Experiment, shape: dict, settings: Settings):
                 lambda i, po: step(*po, problem, dyn, key, steps + i),
                 (params, opt_state),
             )
-            value = _metric(exp, params, problem, shape, dyn, settings.metric)
-            return params, opt_state, steps + settings.eval_every, jnp.maximum(best, value), value
+            metrics = evaluate(params, problem, dyn)
+            return params, opt_state, steps + settings.eval_every, jnp.maximum(best, metrics[settings.metric]), metrics
 
-        carry = (params, opt_state, jnp.int32(0), first, first)
-        _, _, steps, best, final = jax.lax.while_loop(keep_going, block, carry)
-        return best, steps, final
+        carry = (params, opt_state, jnp.int32(0), first[settings.metric], first)
+        _, _, steps, best, last = jax.lax.while_loop(keep_going, block, carry)
+        return best, steps, last
 
     return train
 
@@ -133,34 +149,30 @@ def run_while_loops(exp: Experiment, runs: list[RunSpec], settings: Settings) ->
             programs[key] = jax.jit(make_while_program(exp, shape, settings)).lower(*args).compile()
             timing.compile_s += time.perf_counter() - t
             timing.compiles += 1
-        best, steps, final = jax.device_get(programs[key](*args))
-        outcomes.append(Outcome(run.run_id, float(best), int(steps), float(final)))
+        best, steps, last = jax.device_get(programs[key](*args))
+        outcomes.append(Outcome(run.run_id, float(best), int(steps), float(last[settings.metric])))
     timing.total_s = time.perf_counter() - start
     return outcomes, timing
 
 
 # -- (c) per-step Python loop around a jitted train step -----------------------------------------------
-def make_step_functions(exp: Experiment, shape: dict, settings: Settings):
-    """Jitted (init, step, metric) functions of one unpadded shape, research-code style."""
+def make_step_functions(exp: Experiment, shape: dict):
+    """Jitted (init, step, evaluate) functions of one unpadded shape, research-code style."""
 
     def init(seed, problem_index, dyn):
         key = run_key(seed, problem_index)
         params, problem = exp.init(key, shape, dyn)
         return params, exp.optimizer(dyn).init(params), problem, key
 
-    return (
-        jax.jit(init),
-        jax.jit(_sgd_step(exp, shape), donate_argnums=(0, 1)),
-        jax.jit(lambda params, problem, dyn: _metric(exp, params, problem, shape, dyn, settings.metric)),
-    )
+    return jax.jit(init), jax.jit(_sgd_step(exp, shape), donate_argnums=(0, 1)), jax.jit(evaluation(exp, shape))
 
 
 def python_loop_run(fns, run: RunSpec, dyn: dict, settings: Settings) -> Outcome:
-    """One run: `for step in range(steps)` with a host-side evaluation (float(acc)) every eval_every steps."""
-    init, step, metric = fns
+    """One run: `for step in range(steps)`, every metric read on the host every eval_every steps."""
+    init, step, evaluate = fns
     dyn = jax.device_put(dyn)
     params, opt_state, problem, key = init(np.int32(run.seed), np.int32(run.problem_index), dyn)
-    best = final = float(metric(params, problem, dyn))
+    best = final = float(jax.device_get(evaluate(params, problem, dyn))[settings.metric])
     steps = 0
     for _ in range(settings.steps):
         if best >= settings.stop_threshold:
@@ -168,18 +180,18 @@ def python_loop_run(fns, run: RunSpec, dyn: dict, settings: Settings) -> Outcome
         params, opt_state = step(params, opt_state, problem, dyn, key, np.int32(steps))
         steps += 1
         if steps % settings.eval_every == 0:
-            final = float(metric(params, problem, dyn))
+            final = float(jax.device_get(evaluate(params, problem, dyn))[settings.metric])
             best = max(best, final)
     return Outcome(run.run_id, best, steps, final)
 
 
 def warm_up(fns, run: RunSpec, dyn: dict) -> float:
     """Seconds of the first call of each function of a new shape (trace + compile + one execution)."""
-    init, step, metric = fns
+    init, step, evaluate = fns
     start = time.perf_counter()
     dyn = jax.device_put(dyn)
     params, opt_state, problem, key = init(np.int32(run.seed), np.int32(run.problem_index), dyn)
-    metric(params, problem, dyn).block_until_ready()
+    jax.block_until_ready(evaluate(params, problem, dyn))
     jax.block_until_ready(step(params, opt_state, problem, dyn, key, np.int32(0)))
     return time.perf_counter() - start
 
@@ -191,7 +203,7 @@ def run_python_loops(exp: Experiment, runs: list[RunSpec], settings: Settings) -
     for run in runs:
         shape, key, dyn = unpadded(exp, run)
         if key not in fns:
-            fns[key] = make_step_functions(exp, shape, settings)
+            fns[key] = make_step_functions(exp, shape)
             timing.compile_s += warm_up(fns[key], run, dyn)
             timing.compiles += 1
         outcomes.append(python_loop_run(fns[key], run, dyn, settings))
@@ -214,7 +226,7 @@ def matmul_peak(n: int = 2048, repeats: int = 10) -> float:
     return 2.0 * n**3 / best / 1e9
 
 
-# -- sweeps without a search, and host memory ------------------------------------------------------------
+# -- sweeps without a search ------------------------------------------------------------------------
 def runs_from_spec(spec, exp: Experiment) -> list[RunSpec]:
     """Every run of a sweep WITHOUT a threshold search (points × seeds × learning rates), in spec order,
     with the run ids and problem indices the engine gives them (`jaxmem.plan.make_run`)."""
@@ -224,17 +236,6 @@ def runs_from_spec(spec, exp: Experiment) -> list[RunSpec]:
     for point in spec.points:
         for seed in spec.seeds:
             for lr in spec.train.learning_rates:
-                run = make_run(point, seed, lr, None, None, 0)  # lr as the engine passes it: same run id
+                run = make_run(point, seed, lr, None, None, 0, exp.same_problem_across)  # the engine's run id
                 out.append(RunSpec(run.run_id, exp.complete(run.config), run.seed, float(lr), run.problem_index))
-    return out
-
-
-def host_memory() -> dict[str, int]:
-    """This process's resident set now (VmRSS) and at its peak so far (VmHWM), in bytes (Linux)."""
-    out = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                out[key] = int(value.split()[0]) * 1024
     return out

@@ -4,7 +4,7 @@
 (b) one jitted `lax.while_loop` program per run, unpadded, one compile per distinct shape;
 (c) a per-step Python loop around a jitted train step, host-side evaluation every `eval_every` steps.
 (b) and (c) train exactly the runs that (a) executed (read back from its results table), from the
-same keys, with the same optimizer and early-stop rule. Writes benchmarks/RESULTS.md and prints it.
+same keys, with the same optimizer and early-stop rule. Writes benchmarks/RESULTS_assoc_memory.md and prints it.
 
     python benchmarks/bench_assoc_memory.py [--c-every K] [--b-every K]
 """
@@ -12,103 +12,55 @@ same keys, with the same optimizer and early-stop rule. Writes benchmarks/RESULT
 from __future__ import annotations
 
 import argparse
-import collections
-import datetime
-import os
-import platform
+import contextlib
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-import jax
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import baselines as B  # noqa: E402
+import common as C  # noqa: E402
 
 import jaxmem.driver as driver  # noqa: E402
 from jaxmem.executor import BucketRunner  # noqa: E402
 from jaxmem.experiments import get as get_experiment  # noqa: E402
-from jaxmem.program import Settings  # noqa: E402
 from jaxmem.spec import load  # noqa: E402
-from jaxmem.store import Store, load_results  # noqa: E402
+from jaxmem.store import Store  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC, PRESET = ROOT / "sweeps/nichani24/fig1_mlp.toml", "quick"
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
-
-
-def log(msg: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-class CpuShare:
-    """CPU time used by OTHER processes during a phase, as a share of all cores (a contention check)."""
-
-    @staticmethod
-    def _busy() -> float:
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:9]]
-        return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
-
-    @staticmethod
-    def _mine() -> float:
-        t = os.times()
-        return t.user + t.system
-
-    def __enter__(self):
-        self.start, self.busy, self.mine = time.perf_counter(), self._busy(), self._mine()
-        return self
-
-    def __exit__(self, *exc):
-        wall = time.perf_counter() - self.start
-        self.mine_s = self._mine() - self.mine
-        others = (self._busy() - self.busy) - self.mine_s
-        self.share = max(others, 0.0) / (wall * os.cpu_count())
+RESULTS = Path(__file__).resolve().parent / "RESULTS_assoc_memory.md"
 
 
 # -- (a) with light instrumentation of the engine's host side (wrappers only; nothing is changed) --------
+SETUP = "runner setup (compile included)"
+HOST_PARTS = (
+    (BucketRunner, "__init__", SETUP),
+    (BucketRunner, "step", "segments (program + device_get + slot bookkeeping)"),
+    (BucketRunner, "checkpoint", "checkpoints (orbax save, waits for the previous one)"),
+    (BucketRunner, "close", "closing runners (final checkpoint waits, cleanup)"),
+    (Store, "add_runs", "store writes (SQLite, FULL sync)"),
+    (driver.Sweep, "refresh", "search replay (Sweep.refresh)"),
+)
+
+
 class EngineProbe:
-    """Times the engine's host-side phases and records each bucket's segments by wrapping methods."""
+    """Records each bucket's slots, compile time, segments (blocks run) and segment seconds by wrapping
+    `BucketRunner.__init__` and `.step`."""
 
     def __init__(self):
-        self.seconds = collections.Counter()
         self.buckets: dict[str, dict] = {}
-        self._undo = []
 
-    def _wrap(self, owner, name, label):
-        original = getattr(owner, name, None)
-        if original is None:  # the engine changed; time what still exists
-            return
-        seconds = self.seconds
-
-        def timed(*args, **kwargs):
-            t = time.perf_counter()
-            try:
-                return original(*args, **kwargs)
-            finally:
-                seconds[label] += time.perf_counter() - t
-
-        setattr(owner, name, timed)
-        self._undo.append((owner, name, original))
-
-    def __enter__(self):
-        probe = self
-        original_init = BucketRunner.__init__
+    def _init(self, original):
+        buckets = self.buckets
 
         def init(runner, *args, **kwargs):
-            original_init(runner, *args, **kwargs)
-            record = probe.buckets.setdefault(
+            original(runner, *args, **kwargs)
+            record = buckets.setdefault(
                 runner.bucket.id,
-                {
-                    "label": runner.bucket.label(),
-                    "shape": runner.bucket.shape_dict,
-                    "slots": runner.n_slots,
-                    "compile_s": runner.compile_seconds,
-                    "segments": [],
-                    "step_s": 0.0,
-                },
-            )
+                {"label": runner.bucket.label(), "shape": runner.bucket.shape_dict, "slots": runner.n_slots,
+                 "compile_s": runner.compile_seconds, "segments": [], "step_s": 0.0},
+            )  # fmt: skip
             program = getattr(runner, "program", None)
             if program is None:
                 return
@@ -120,44 +72,40 @@ class EngineProbe:
 
             runner.program = program_probe
 
-        original_step = BucketRunner.step
+        return init
+
+    def _step(self, original):
+        buckets = self.buckets
 
         def step(runner):
             t = time.perf_counter()
-            out = original_step(runner)
-            probe.buckets[runner.bucket.id]["step_s"] += time.perf_counter() - t
+            out = original(runner)
+            buckets[runner.bucket.id]["step_s"] += time.perf_counter() - t
             return out
 
-        BucketRunner.__init__, BucketRunner.step = init, step
-        self._undo += [(BucketRunner, "__init__", original_init), (BucketRunner, "step", original_step)]
-        self._wrap(BucketRunner, "__init__", "runner setup (compile included)")
-        self._wrap(BucketRunner, "step", "segments (program + device_get + slot bookkeeping)")
-        self._wrap(BucketRunner, "checkpoint", "checkpoints (orbax save, waits for the previous one)")
-        self._wrap(BucketRunner, "close", "closing runners (final checkpoint waits, cleanup)")
-        self._wrap(Store, "add_runs", "store writes (SQLite, FULL sync)")
-        self._wrap(driver.Sweep, "refresh", "search replay (Sweep.refresh)")
-        self._wrap(driver, "report", "report writing (plots, report.md)")
+        return step
+
+    def __enter__(self):
+        self._stack = contextlib.ExitStack()
+        self._stack.enter_context(C.patched(BucketRunner, "__init__", self._init))
+        self._stack.enter_context(C.patched(BucketRunner, "step", self._step))
         return self
 
     def __exit__(self, *exc):
-        for owner, name, original in reversed(self._undo):
-            setattr(owner, name, original)
+        self._stack.close()
 
 
-def run_jaxmem(spec, out_dir: Path) -> dict:
+def run_jaxmem(spec) -> dict:
     with EngineProbe() as probe:
-        start = time.perf_counter()
-        driver.run_sweep(spec, out_dir, quiet=True)
-        total = time.perf_counter() - start
-    compiles = load_results(out_dir, "compiles")
-    report_s = probe.seconds["report writing (plots, report.md)"]
+        a = C.run_engine(spec, parts=HOST_PARTS)
     return {
-        "runs": load_results(out_dir),
-        "compile_s": float(compiles["seconds"].sum()),
-        "compiles": len(compiles),
-        "run_sweep_s": total,
-        "report_s": report_s,
-        "total_s": total - report_s,
+        "runs": a.runs,
+        "compile_s": a.compile_s,
+        "compiles": len(a.compiles),
+        "run_sweep_s": a.run_sweep_s,
+        "report_s": a.report_s,
+        "total_s": a.total_s,
+        "parts": a.parts,
         "probe": probe,
     }
 
@@ -228,29 +176,6 @@ def agreement(runs, outcomes: list[B.Outcome], threshold: float) -> dict:
     }
 
 
-def machine() -> dict:
-    model = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import jaxlib
-
-    return {
-        "cpu": model,
-        "cores": os.cpu_count(),
-        "usable cores": len(os.sched_getaffinity(0)),
-        "jax": jax.__version__,
-        "jaxlib": jaxlib.__version__,
-        "python": platform.python_version(),
-        "device": f"{jax.devices()[0].platform} x{len(jax.devices())} ({jax.devices()[0].device_kind})",
-        "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-    }
-
-
 # -- report ------------------------------------------------------------------------------------------------
 def verdict(methods, peak) -> list[str]:
     """The issue's targets checked against this run: (a) >= 5x faster than (c), and faster than (b)."""
@@ -297,8 +222,8 @@ def render(info, spec, peak, a, methods, agree, buckets, every) -> str:
         "(sizes, lr) and the key are traced, so it compiles once per distinct shape (AOT "
         "`lower().compile()`, timed apart).\n"
         "- **(c) per-step Python loop**: jitted init / train step (params and optimizer state donated) / "
-        "accuracy per shape; `for step in range(steps): params, opt_state = step_fn(...)`, with "
-        "`float(acc)` on the host every eval_every steps. Compile = first call of the three functions "
+        "evaluate per shape; `for step in range(steps): params, opt_state = step_fn(...)`, with every "
+        "metric read on the host every eval_every steps. Compile = first call of the three functions "
         "per shape (trace + compile + one execution).\n"
         "- **Same runs, same numbers**: keys are the engine's own `run_key(seed, problem_index)`, "
         "problem_index recomputed with `jaxmem.plan.make_run` (its run_id is checked against the stored "
@@ -338,7 +263,7 @@ def render(info, spec, peak, a, methods, agree, buckets, every) -> str:
         )
     L.append("")
     L.append(
-        "(c) compiles three small functions (init, step, accuracy) per shape; the count is shapes. "
+        "(c) compiles three small functions (init, step, evaluate) per shape; the count is shapes. "
         "*Process CPU s* = user + system CPU time of this process during the phase (all threads; less "
         "sensitive to other load than wall time, but it counts XLA's thread-pool spinning). "
         "*Other processes' CPU* = CPU time of every other process during that phase (from /proc/stat) as a "
@@ -368,14 +293,13 @@ def render(info, spec, peak, a, methods, agree, buckets, every) -> str:
         "up the ladder, zeros in the padding) sum in another order than the unpadded ones, and a run near "
         "the 0.99 threshold can land on either side. (b) and (c) run the same unpadded XLA computations.\n"
     )
-    probe = a["probe"]
     L.append("## Where jaxmem's time goes (host side, wrapped methods)\n")
     L.append("| part | seconds | share of run_sweep |")
     L.append("| --- | ---: | ---: |")
-    named = dict(probe.seconds)
-    setup = named.pop("runner setup (compile included)", 0.0)
+    named = dict(a["parts"])
+    setup = named.pop(SETUP, 0.0)
     rows = [("compile (compiles table)", a["compile_s"]), ("runner setup besides compile", setup - a["compile_s"])]
-    rows += list(named.items())
+    rows += list(named.items()) + [("report writing (plots, report.md)", a["report_s"])]
     accounted = sum(s for _, s in rows)
     rows.append(("other (driver loop, spec, store open, ...)", a["run_sweep_s"] - accounted))
     for part, s in rows:
@@ -429,23 +353,17 @@ def main() -> None:
 
     spec = load(SPEC, PRESET)
     exp = get_experiment(spec.experiment)
-    settings = Settings(
-        steps=spec.train.steps,
-        eval_every=spec.train.eval_every,
-        metric=spec.train.metric,
-        hit_threshold=spec.search.threshold,
-        stop_threshold=spec.train.early_stop,
-    )
-    info = machine()
-    log(f"machine: {info}")
-    with CpuShare() as cpu:
+    settings = B.settings_of(spec)
+    info = C.machine()
+    C.log(f"machine: {info}")
+    with C.CpuShare() as cpu:
         peak = B.matmul_peak()
     info["other processes' CPU during the peak measurement"] = f"{100 * cpu.share:.0f}%"
-    log(f"f32 matmul peak {peak:.1f} GFLOP/s")
+    C.log(f"f32 matmul peak {peak:.1f} GFLOP/s")
 
-    log("(a) jaxmem run_sweep ...")
-    with tempfile.TemporaryDirectory() as tmp, CpuShare() as cpu:
-        a = run_jaxmem(spec, Path(tmp) / "out")
+    C.log("(a) jaxmem run_sweep ...")
+    with C.CpuShare() as cpu:
+        a = run_jaxmem(spec)
     a["others_cpu"], a["cpu_s"] = cpu.share, cpu.mine_s
     runs = a["runs"]
     assert not runs.diverged.any(), "a run diverged; the baselines have no divergence guard"
@@ -455,7 +373,7 @@ def main() -> None:
     a["n_shapes"] = len({B.unpadded(exp, r)[1] for r in run_specs})
     a_steps = dict(zip(runs.run_id, runs.steps_run.astype(int)))
     a["gflop"] = useful_gflop(exp, configs, a_steps)
-    log(
+    C.log(
         f"(a) {a['total_s']:.1f} s ({a['compiles']} compiles, {a['compile_s']:.1f} s), {len(runs)} runs, "
         f"{a['n_shapes']} shapes"
     )
@@ -479,8 +397,8 @@ def main() -> None:
         ("(c)", "(c) per-step Python loop", B.run_python_loops, args.c_every),
     ):
         subset = run_specs[::k]
-        log(f"{label} {len(subset)} runs ...")
-        with CpuShare() as cpu:
+        C.log(f"{label} {len(subset)} runs ...")
+        with C.CpuShare() as cpu:
             outcomes, timing = fn(exp, subset, settings)
         steps = {o.run_id: o.steps for o in outcomes}
         gflop = useful_gflop(exp, configs, steps)
@@ -505,14 +423,14 @@ def main() -> None:
             }
         )
         agree[name] = agreement(runs, outcomes, settings.hit_threshold)
-        log(f"{label} {timing.total_s:.1f} s ({compiles} compiles, {timing.compile_s:.1f} s)")
+        C.log(f"{label} {timing.total_s:.1f} s ({compiles} compiles, {timing.compile_s:.1f} s)")
 
     buckets = bucket_rows(exp, spec, runs, a["probe"])
     text = render(info, spec, peak, a, methods, agree, buckets, {"b": args.b_every, "c": args.c_every})
     text += f"\nBenchmark wall time (whole script): {time.perf_counter() - started:.0f} s.\n"
     args.out.write_text(text)
     print(text)
-    log(f"wrote {args.out}")
+    C.log(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

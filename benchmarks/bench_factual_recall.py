@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
 import json
-import math
 import os
 import pickle
 import subprocess
@@ -39,23 +37,18 @@ import optax
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import baselines as B  # noqa: E402
+from common import cpu_busy, host_memory, log, machine, run_engine  # noqa: E402
 
-import jaxmem.driver as driver  # noqa: E402
 from jaxmem.experiments import factual_recall as fr  # noqa: E402
 from jaxmem.experiments import get as get_experiment  # noqa: E402
-from jaxmem.program import Settings, batch_key, run_key  # noqa: E402
+from jaxmem.program import batch_key, run_key  # noqa: E402
 from jaxmem.spec import load  # noqa: E402
-from jaxmem.store import load_results  # noqa: E402
 
 ROOT = HERE.parent
 SPEC = ROOT / "sweeps/nichani24/fig4_tradeoff.toml"
 RESULTS = HERE / "RESULTS_factual_recall.md"
 POOL_CHUNK = 64  # steps of the pool sampled per call of the jitted, vmapped sampler
 MiB = 2**20
-
-
-def log(msg: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 # -- what is run: the spec's runs, a deterministic subset of points, a steps-scaled variant ------------
@@ -78,97 +71,36 @@ def scaled(spec, exp, factor: float):
     return dataclasses.replace(spec, points=(cheapest,), seeds=spec.seeds[:1], train=train)
 
 
-def settings_of(spec) -> tuple[Settings, float]:
-    """The engine's training settings and success threshold for this spec (as `driver.Sweep` sets them)."""
-    train = spec.train
-    stop = train.early_stop if train.early_stop is not None else math.inf
-    success = spec.search.threshold if spec.search else stop
-    settings = Settings(train.steps, train.eval_every, train.metric, success, stop)
-    return settings, success
-
-
 # -- (a) jaxmem -----------------------------------------------------------------------------------------
-HOST_PARTS = (  # engine methods timed by wrapping (skipped if the engine renamed them; nothing is changed)
-    ("BucketRunner", "step", "segments (program + device_get + slot bookkeeping)"),
-    ("BucketRunner", "checkpoint", "checkpoints"),
-    ("BucketRunner", "close", "closing runners"),
-    ("Store", "add_runs", "store writes"),
-)
-
-
-def wrap_timers(seconds: dict) -> list:
-    from jaxmem.executor import BucketRunner
-    from jaxmem.store import Store
-
-    owners, undo = {"BucketRunner": BucketRunner, "Store": Store}, []
-    for owner_name, name, label in HOST_PARTS:
-        owner = owners[owner_name]
-        original = getattr(owner, name, None)
-        if original is None:
-            continue
-
-        def timed(*args, _original=original, _label=label, **kwargs):
-            t = time.perf_counter()
-            try:
-                return _original(*args, **kwargs)
-            finally:
-                seconds[_label] = seconds.get(_label, 0.0) + time.perf_counter() - t
-
-        setattr(owner, name, timed)
-        undo.append((owner, name, original))
-    return undo
-
-
 def child_jaxmem(spec, exp) -> dict:
-    seconds, peaks, parts = {}, {}, {}
-    original = driver.report
-
-    def timed_report(out_dir):  # the report (plots, report.md) is timed apart and excluded from the wall
-        peaks["before_report"] = B.host_memory()["VmHWM"]
-        t = time.perf_counter()
-        try:
-            return original(out_dir)
-        finally:
-            seconds["report"] = time.perf_counter() - t
-
-    driver.report = timed_report
-    undo = wrap_timers(parts)
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "out"
-        start = time.perf_counter()
-        driver.run_sweep(spec, out, quiet=True)
-        run_sweep_s = time.perf_counter() - start
-        for owner, name, original in undo:
-            setattr(owner, name, original)
-        runs, compiles = load_results(out), load_results(out, "compiles")
-    per_bucket = runs.groupby("bucket").size().to_dict()
+    a = run_engine(spec)
+    per_bucket = a.runs.groupby("bucket").size().to_dict()
     buckets = []
-    for row in compiles.itertuples():
+    for row in a.compiles.itertuples():
         shape = row.shape if isinstance(row.shape, dict) else json.loads(row.shape)
         label = ", ".join(f"{k}={shape[k]}" for k in ("d", "H", "d_h", "m", "S", "R", "D", "batch") if k in shape)
         buckets.append({"label": label, "slots": int(row.slots), "runs": int(per_bucket.get(row.bucket, 0)),
                         "seconds": float(row.seconds)})  # fmt: skip
-    total = run_sweep_s - seconds.get("report", 0.0)
     return {
-        "total_s": total,
-        "run_sweep_s": run_sweep_s,
-        "report_s": seconds.get("report", 0.0),
-        "compile_s": float(compiles["seconds"].sum()),
-        "compiles": len(compiles),
+        "total_s": a.total_s,
+        "run_sweep_s": a.run_sweep_s,
+        "report_s": a.report_s,
+        "compile_s": a.compile_s,
+        "compiles": len(a.compiles),
         "buckets": buckets,
-        "peak_before_report": peaks.get("before_report"),
-        "parts": parts,
+        "peak_before_report": a.peak_before_report,
+        "parts": a.parts,
         "pool_bytes": 0,
         "outcomes": [
             {"run_id": r.run_id, "best": float(r.max_metric), "steps": int(r.steps_run), "diverged": bool(r.diverged)}
-            for r in runs.itertuples()
+            for r in a.runs.itertuples()
         ],
     }
 
 
 # -- (b) the authors' style: a pre-generated pool and a per-step Python loop -----------------------------
-def make_loop_functions(exp, shape: dict, metric: str):
-    """Jitted (init, pool chunk, train step, metric) of one unpadded shape."""
+def make_loop_functions(exp, shape: dict):
+    """Jitted (init, pool chunk, train step, evaluate: every metric, as the engine) of one unpadded shape."""
 
     def init(seed, problem_index, dyn):
         params, problem = exp.init(run_key(seed, problem_index), shape, dyn)
@@ -193,7 +125,7 @@ def make_loop_functions(exp, shape: dict, metric: str):
         "init": jax.jit(init),
         "pool": jax.jit(pool_chunk),
         "step": jax.jit(step, donate_argnums=(0, 1)),
-        "metric": jax.jit(lambda params, problem, dyn: B._metric(exp, params, problem, shape, dyn, metric)),
+        "evaluate": jax.jit(B.evaluation(exp, shape)),
     }
 
 
@@ -212,7 +144,7 @@ def warm_up(fns, run, dyn) -> float:
     """Seconds of the first call of each jitted function of a new shape (trace + compile + one execution)."""
     start = time.perf_counter()
     params, opt_state, problem = fns["init"](np.int32(run.seed), np.int32(run.problem_index), dyn)
-    fns["metric"](params, problem, dyn).block_until_ready()
+    jax.block_until_ready(fns["evaluate"](params, problem, dyn))
     x, y = fns["pool"](run_key(run.seed, run.problem_index), np.arange(POOL_CHUNK, dtype=np.int32), problem["facts"],
                        dyn)  # fmt: skip
     jax.block_until_ready(fns["step"](params, opt_state, problem, dyn, x[0], y[0]))
@@ -220,7 +152,7 @@ def warm_up(fns, run, dyn) -> float:
 
 
 def child_loop(spec, exp) -> dict:
-    settings, _ = settings_of(spec)
+    settings = B.settings_of(spec)
     fns, outcomes = {}, []
     compile_s = pool_s = 0.0
     pool_bytes = 0
@@ -229,7 +161,7 @@ def child_loop(spec, exp) -> dict:
         shape, shape_key, dyn = B.unpadded(exp, run)
         dyn = jax.device_put(dyn)
         if shape_key not in fns:
-            fns[shape_key] = make_loop_functions(exp, shape, settings.metric)
+            fns[shape_key] = make_loop_functions(exp, shape)
             compile_s += warm_up(fns[shape_key], run, dyn)
         f = fns[shape_key]
         params, opt_state, problem = f["init"](np.int32(run.seed), np.int32(run.problem_index), dyn)
@@ -238,7 +170,7 @@ def child_loop(spec, exp) -> dict:
                                      shape)  # fmt: skip
         pool_s += time.perf_counter() - t
         pool_bytes = max(pool_bytes, tokens.nbytes + answers.nbytes)
-        best = final = float(f["metric"](params, problem, dyn))
+        best = final = float(jax.device_get(f["evaluate"](params, problem, dyn))[settings.metric])
         steps = 0
         for i in range(settings.steps):
             if best >= settings.stop_threshold:
@@ -246,7 +178,7 @@ def child_loop(spec, exp) -> dict:
             params, opt_state = f["step"](params, opt_state, problem, dyn, tokens[i], answers[i])
             steps += 1
             if steps % settings.eval_every == 0:
-                final = float(f["metric"](params, problem, dyn))
+                final = float(jax.device_get(f["evaluate"](params, problem, dyn))[settings.metric])
                 best = max(best, final)
         del tokens, answers
         outcomes.append({"run_id": run.run_id, "best": best, "steps": steps, "final": final})
@@ -265,20 +197,14 @@ def child(args) -> None:
     spec = pickle.loads(Path(args.spec).read_bytes())  # the parent's spec: the tree may change meanwhile
     exp = get_experiment(spec.experiment)
     jnp.zeros(1).block_until_ready()  # the runtime is up: memory from here on is the method's
-    before = B.host_memory()["VmRSS"]
+    before = host_memory()["VmRSS"]
     result = (child_jaxmem if args.child == "jaxmem" else child_loop)(spec, exp)
-    mem = B.host_memory()
+    mem = host_memory()
     result.update(rss_before=before, vmhwm=mem["VmHWM"], steps_budget=spec.train.steps)
     Path(args.result).write_text(json.dumps(result))
 
 
 # -- the parent: one subprocess per measurement ----------------------------------------------------------
-def cpu_busy() -> float:
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:9]]
-    return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
-
-
 def spawn(method: str, spec) -> dict:
     """Run one method on `spec` in a fresh interpreter; add its wait4 peak RSS, wall, CPU and the other load."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -314,35 +240,13 @@ def agreement(a: dict, b: dict, thresholds: list[float]) -> dict:
     return out
 
 
-def machine() -> dict:
-    model = "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    import jaxlib
-    import platform
-
-    dev = jax.devices()[0]
-    return {
-        "cpu": model,
-        "cores": os.cpu_count(),
-        "usable cores": len(os.sched_getaffinity(0)),
-        "memory": f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.1f} GiB",
-        "jax / jaxlib": f"{jax.__version__} / {jaxlib.__version__}",
-        "python": platform.python_version(),
-        "device": f"{dev.platform} x{len(jax.devices())} ({dev.device_kind})",
-        "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-    }
-
-
 def mib(n) -> str:
     return f"{n / MiB:,.0f}" if n is not None else "—"
 
 
 def render(args, info, spec, full_spec, runs, a, b, scaling, command, script_s) -> str:
-    settings, success = settings_of(spec)
+    settings = B.settings_of(spec)
+    success = settings.hit_threshold
     exp = get_experiment(spec.experiment)
     thresholds = sorted({success, 0.99})
     agree = agreement(a, b, thresholds)
@@ -375,10 +279,10 @@ def render(args, info, spec, full_spec, runs, a, b, scaling, command, script_s) 
         f"`jaxmem.program.batch_key(run_key, t)` (the engine's keys, so the pool holds exactly the batches "
         f"(a) samples), through a jitted sampler vmapped over {POOL_CHUNK} steps at a time, copied into host "
         "NumPy arrays — then `for t in range(steps): params, opt_state = step(params, opt_state, pool[t])` with "
-        "a jitted Adam step (params and optimizer state donated) and `float(accuracy)` on the host every "
+        "a jitted Adam step (params and optimizer state donated) and every metric read on the host every "
         "eval_every steps. The same `init`, `forward`, cross-entropy (`factual_recall._nll`), `optimizer` and "
         "`evaluate` as (a), on the unpadded shape. Compile = the first call of each of its 4 jitted functions "
-        "(init, pool sampler, step, accuracy) per distinct shape (trace + compile + one execution). Pool "
+        "(init, pool sampler, step, evaluate) per distinct shape (trace + compile + one execution). Pool "
         "generation counts as run time.\n"
         "- **Separate processes**: each method runs in its own fresh interpreter, one after the other. Peak "
         "host memory = `ru_maxrss` of that child from `os.wait4` (VmHWM inside the child agrees); *RSS before* "
