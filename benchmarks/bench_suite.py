@@ -52,6 +52,7 @@ class Family:
     steps: int = 1024
     eval_every: int = 64
     metric: str = "accuracy"
+    engine: dict = dataclasses.field(default_factory=dict)  # the sweep's [engine] settings
     c_every: int = 1  # (c) trains every k-th run only
 
     def spec(self, max_slots: int = 0, **changes):
@@ -64,7 +65,7 @@ class Family:
             "learning_rates": list(f.learning_rates),
         }
         raw = {"experiment": f.experiment, "seeds": f.seeds, "fixed": f.fixed, "grid": f.grid, "train": train}
-        return parse({**raw, "engine": {"max_slots": max_slots}}, name=f"bench_{f.experiment}")
+        return parse({**raw, "engine": {**f.engine, "max_slots": max_slots}}, name=f"bench_{f.experiment}")
 
     def quick(self) -> Family:
         """A smoke-test version: two seeds, an eighth of the steps (at least one evaluation block)."""
@@ -119,6 +120,7 @@ FAMILIES = {
             learning_rates=(1.0,),
             steps=2000,
             eval_every=10,
+            engine={"pad_ratio": 1.05},
             c_every=3,
         ),
         Family(
@@ -310,7 +312,8 @@ def family_section(res: dict, peak: float) -> list[str]:
     lines = [
         f"### {f.experiment}\n",
         f"{a.runs} runs ({f.seeds} seeds × lr {list(f.learning_rates)}{grid}) of {config}: {work}. "
-        f"Source: {f.source}. jaxmem ran them in {a.slots} slots.\n",
+        f"Source: {f.source}{''.join(f'; engine.{k} = {v}' for k, v in f.engine.items())}. "
+        f"jaxmem ran them in {a.slots} slots.\n",
     ]
     if evaluate_only:
         cols = ["method", "compiles:", "compile s:", "run s:", "total s:", "runs/s:", "run ÷ (a):", "others' CPU:"]
