@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import math
 from collections import Counter
 from pathlib import Path
@@ -12,8 +11,8 @@ import numpy as np
 
 from jaxmem.experiments import EXPERIMENTS
 from jaxmem.experiments.base import REQUIRED
-from jaxmem.lock import LockError
-from jaxmem.spec import SpecError, SweepSpec, load
+from jaxmem.lock import LockError, lock_state
+from jaxmem.spec import SpecError, SweepSpec, is_file, load
 from jaxmem.store import FILENAME, StoreError, load_results
 
 SWEEP_DIRS = (Path.cwd() / "sweeps", Path(__file__).resolve().parents[1] / "sweeps")
@@ -39,7 +38,7 @@ def shipped_sweeps() -> dict[str, Path]:
 def load_spec(name_or_path: str, preset: str | None) -> SweepSpec:
     """Load a spec from a path, or from a shipped sweep's name (`fig1_mlp` or `nichani24/fig1_mlp`)."""
     path = Path(name_or_path)
-    if not path.is_file():
+    if not is_file(path):
         sweeps = shipped_sweeps()
         matches = [p for n, p in sweeps.items() if n == name_or_path or n.split("/")[-1] == name_or_path]
         if len(matches) != 1:
@@ -127,7 +126,7 @@ def status(out: Path) -> str:
     runs, searches = load_results(out, "runs"), load_results(out, "searches")
     compiles = load_results(out, "compiles")
     lines = [
-        f"sweep {meta.get('spec', '?')} [{meta.get('preset') or 'base'}] in {out} ({_lock_state(out)})",
+        f"sweep {meta.get('spec', '?')} [{meta.get('preset') or 'base'}] in {out} ({lock_state(out)})",
         f"runs finished: {len(runs)} ({int(runs['success'].sum()) if len(runs) else 0} successful, "
         f"{int(runs['diverged'].sum()) if len(runs) else 0} diverged)",
         f"threshold searches finished: {len(searches)}",
@@ -143,17 +142,3 @@ def status(out: Path) -> str:
         by_bucket = Counter(runs["bucket"])
         lines.append("runs per bucket: " + ", ".join(f"{b}: {n}" for b, n in by_bucket.most_common()))
     return "\n".join(lines)
-
-
-def _lock_state(out: Path) -> str:
-    lock = out / ".lock"
-    if not lock.exists():
-        return "idle"
-    with open(lock, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            fcntl.flock(handle, fcntl.LOCK_UN)
-            return "idle"
-        except BlockingIOError:
-            handle.seek(0)
-            return f"running: {handle.read().strip()}"

@@ -1,14 +1,19 @@
 """In-flight checkpoints of a bucket's slots (orbax-checkpoint), saved asynchronously at segment ends.
 
 A checkpoint holds the slots' full run state (parameters, optimizer state, problem, counters) and,
-as JSON, which run sits in which slot. Restoring tries the newest checkpoint first and falls back to
-older ones when a checkpoint is truncated or corrupted; if none is readable the bucket starts afresh
-(its runs are recomputed, never silently taken from a bad file).
+as JSON, which run sits in which slot. Once a save has finished it is sealed: a manifest records a
+hash of each of its files. Restoring tries the newest checkpoint first and deletes, with a warning,
+every checkpoint that is unsealed (its save was interrupted), differs from its manifest (truncated or
+corrupted: a flipped bit in array data would otherwise restore silently) or fails to restore; if none
+is usable the bucket starts afresh. Its runs are recomputed, never taken from a bad file.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -17,6 +22,7 @@ import jax
 import orbax.checkpoint as ocp
 
 log = logging.getLogger("jaxmem")
+MANIFEST = "jaxmem_manifest.json"
 
 
 class SlotCheckpoints:
@@ -27,18 +33,22 @@ class SlotCheckpoints:
             options=ocp.CheckpointManagerOptions(max_to_keep=2, enable_async_checkpointing=True, create=True),
         )
         self.next_step = (self.manager.latest_step() or 0) + 1
+        self.unsealed: int | None = None  # the step whose asynchronous save may still be running
 
     def save(self, state: Any, meta: dict) -> None:
-        """Start an asynchronous save; the previous one is finished first."""
+        """Start an asynchronous save; the previous one is finished and sealed first."""
+        self._seal()
         self.manager.save(
             self.next_step, args=ocp.args.Composite(state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta))
         )
+        self.unsealed = self.next_step
         self.next_step += 1
 
     def restore(self, abstract_state: Any) -> tuple[Any, dict] | None:
-        """The newest readable checkpoint as (state, meta), or None."""
+        """The newest usable checkpoint as (state, meta), or None; unusable ones are deleted."""
         for step in sorted(self.manager.all_steps(), reverse=True):
             try:
+                verify(self.directory / str(step))
                 restored = self.manager.restore(
                     step,
                     args=ocp.args.Composite(
@@ -50,22 +60,52 @@ class SlotCheckpoints:
                 return state, meta
             except Exception as err:  # noqa: BLE001 - any failure means this checkpoint is unusable
                 log.warning(
-                    "checkpoint %s step %d is unreadable (%s: %s); trying an older one",
+                    "checkpoint %s step %d is unusable (%s: %s); deleted it, trying an older one",
                     self.directory,
                     step,
                     type(err).__name__,
-                    str(err).splitlines()[0][:200],
+                    str(err).splitlines()[0][:200] if str(err) else "",
                 )
+                self.manager.delete(step)
         return None
 
-    def wait(self) -> None:
-        self.manager.wait_until_finished()
-
     def close(self, remove: bool = False) -> None:
-        self.manager.wait_until_finished()
+        self._seal()
         self.manager.close()
         if remove:
             shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _seal(self) -> None:
+        """Wait for the pending save, then write its manifest (atomically: a kill leaves none or all)."""
+        self.manager.wait_until_finished()
+        if self.unsealed is None:
+            return
+        step_dir = self.directory / str(self.unsealed)
+        partial = step_dir / f"{MANIFEST}.partial"
+        partial.write_text(json.dumps(file_hashes(step_dir)))
+        os.replace(partial, step_dir / MANIFEST)
+        self.unsealed = None
+
+
+def file_hashes(step_dir: Path) -> dict[str, str]:
+    """sha256 of every file of a checkpoint step (its manifest aside), by relative path."""
+    return {
+        str(path.relative_to(step_dir)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(step_dir.rglob("*"))
+        if path.is_file() and not path.name.startswith(MANIFEST)
+    }
+
+
+def verify(step_dir: Path) -> None:
+    """Raise ValueError unless every file the step's manifest lists is present and unchanged."""
+    try:
+        expected = json.loads((step_dir / MANIFEST).read_text())
+    except (OSError, ValueError):
+        raise ValueError("no readable manifest: its save never finished") from None
+    found = file_hashes(step_dir)
+    bad = sorted(name for name, digest in expected.items() if found.get(name) != digest)
+    if bad:
+        raise ValueError(f"{len(bad)} file(s) missing or changed since it was saved, e.g. {bad[0]}")
 
 
 def _check_structure(state, abstract_state) -> None:

@@ -8,10 +8,10 @@ finished runs are stored and the slots checkpointed.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import math
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -61,8 +61,9 @@ class Unit:
 
 
 class Sweep:
-    def __init__(self, spec: SweepSpec, out_dir: Path, store: Store, progress: Progress, devices=None):
+    def __init__(self, spec: SweepSpec, out_dir: Path, store: Store, progress: Progress, devices=None, lease=None):
         self.spec, self.out_dir, self.store, self.progress = spec, out_dir, store, progress
+        self.lease: OutputLock | None = lease  # checked at segment ends: stop if another run took the folder
         self.exp = get_experiment(spec.experiment)
         self.devices = list(devices or jax.local_devices())
         self.units = [Unit(p, s) for p in spec.points for s in spec.seeds]
@@ -182,6 +183,7 @@ class Sweep:
         bucket = self.bucket_for(run)
         runner = self.runners.get(bucket.id)
         if runner is None:
+            self._check_signal()  # a stop request is honoured before compiling another bucket
             runner = self._new_runner(bucket, run)
             self.runners[bucket.id] = runner
         return runner
@@ -291,6 +293,8 @@ class Sweep:
         self.progress.note(f"{signal.Signals(signum).name} received: finishing the current segment and saving")
 
     def _check_signal(self) -> None:
+        if self.lease is not None:
+            self.lease.check()
         if self.stop_signal is not None:
             for runner in self.runners.values():
                 runner.close()
@@ -325,14 +329,16 @@ def claim(store: Store, spec: SweepSpec) -> None:
 def run_sweep(spec: SweepSpec, out_dir: Path, quiet: bool = False, devices=None) -> Path:
     """Run (or resume) a sweep into `out_dir`, then write its report; returns the report path."""
     out_dir = Path(out_dir)
-    with OutputLock(out_dir):
-        store = Store(out_dir)
+    with OutputLock(out_dir) as lock:
+        store = Store(out_dir, repair=True)
+        if store.quarantined:  # in-flight runs restart: their earlier trajectory rows were in the damaged file
+            shutil.rmtree(out_dir / "checkpoints", ignore_errors=True)
         try:
             claim(store, spec)
             progress = Progress(quiet=quiet, title=f"{spec.name} [{spec.preset or 'base'}]")
             for skipped in spec.skipped:
                 progress.note(f"skipped impossible point: {skipped}")
-            sweep = Sweep(spec, out_dir, store, progress, devices)
+            sweep = Sweep(spec, out_dir, store, progress, devices, lease=lock)
             started = time.time()
             previous = float(store.meta().get("elapsed_s", 0.0))
             handlers = {s: signal.signal(s, sweep.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}

@@ -39,6 +39,7 @@ _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 
 
 MAX_EXPONENT = 1024
+MAX_BITS = 4096  # integer powers beyond 2**4096 are refused: no size needs them, and they can exhaust memory
 
 
 class ExpressionError(ValueError):
@@ -82,7 +83,9 @@ def _eval(node: ast.AST, source: str, names: Mapping[str, float]):
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _eval(node.left, source, names), _eval(node.right, source, names)
         if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
-            raise ExpressionError(f"exponent {right} too large in {source!r} (at most {MAX_EXPONENT})")
+            raise ExpressionError(f"exponent too large in {source!r} (at most {MAX_EXPONENT})")
+        if isinstance(node.op, ast.Pow) and isinstance(left, int) and left.bit_length() * right > MAX_BITS:
+            raise ExpressionError(f"{source!r} exceeds 2**{MAX_BITS}")
         try:
             return _BINARY[type(node.op)](left, right)
         except (ZeroDivisionError, OverflowError, ValueError) as err:

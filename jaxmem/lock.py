@@ -1,44 +1,203 @@
-"""One `jaxmem run` per output folder: an exclusive advisory lock on `<out>/.lock`."""
+"""One `jaxmem run` per output folder: an flock on `<out>/.lock` plus a host-aware lease in that file.
+
+flock excludes runs on one host but not reliably runs on other hosts sharing the folder over NFS, so
+the lock file also holds a lease: host, pid and a heartbeat time that a daemon thread refreshes every
+HEARTBEAT_SECONDS. A run refuses a folder whose lease is live: another host's with a heartbeat younger
+than LEASE_TIMEOUT, or this host's with a live pid. A stale lease (heartbeat older than LEASE_TIMEOUT,
+or a dead pid on this host) is taken over with a warning. Heartbeats compare clocks across hosts, so
+their clocks must agree to well within LEASE_TIMEOUT (NTP). A run that finds its lease taken over
+(it was frozen for longer than LEASE_TIMEOUT) stops at its next segment end.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import fcntl
+import json
+import logging
 import os
 import socket
+import threading
+import time
+import uuid
 from pathlib import Path
+
+LEASE_TIMEOUT = 60.0  # seconds without a heartbeat after which a lease is stale
+HEARTBEAT_SECONDS = 5.0
+SETTLE_SECONDS = 0.1  # after writing a lease, wait this long and re-read it: two hosts may have raced
+RECORD_BYTES = 512  # leases are rewritten in place at a fixed width, so a reader never sees an empty file
+
+log = logging.getLogger("jaxmem")
 
 
 class LockError(RuntimeError):
     """Another process is running a sweep in this output folder."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Lease:
+    host: str
+    pid: int
+    heartbeat: float  # time.time() on the holder's host
+    token: str  # tells two holders apart (pids repeat across hosts)
+
+    def describe(self, now: float) -> str:
+        return f"pid {self.pid} on host {self.host}, last heartbeat {max(now - self.heartbeat, 0.0):.0f} s ago"
+
+
+def parse_lease(text: str) -> Lease | None:
+    """The lease a lock file holds, or None when it is empty or unreadable."""
+    try:
+        fields = json.loads(text)
+        return Lease(str(fields["host"]), int(fields["pid"]), float(fields["heartbeat"]), str(fields["token"]))
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def read_lease(path: Path, attempts: int = 5) -> Lease | None:
+    """The lease in a lock file; None when it is missing, blank (released) or stays unreadable (a
+    record caught mid-write, e.g. on another host, is read again)."""
+    for _ in range(attempts):
+        try:
+            text = path.read_text()
+        except OSError:
+            return None
+        lease = parse_lease(text)
+        if lease is not None or not text.strip():
+            return lease
+        time.sleep(0.01)
+    return None
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by another user
+        return True
+    return True
+
+
+def stale_reason(lease: Lease, host: str, now: float, alive=pid_alive) -> str | None:
+    """Why `lease` no longer holds the folder (seen from `host` at `now`), or None while it is live."""
+    age = now - lease.heartbeat
+    if age >= LEASE_TIMEOUT:
+        return f"no heartbeat for {age:.0f} s (timeout {LEASE_TIMEOUT:.0f} s)"
+    if lease.host == host and not alive(lease.pid):
+        return "that process is no longer running"
+    return None
+
+
 class OutputLock:
     def __init__(self, out_dir: Path):
         self.path = Path(out_dir) / ".lock"
-        self.handle = None
+        self.fd: int | None = None
+        self.lease: Lease | None = None
+        self.lost_to: Lease | None = None  # set by the heartbeat when another run took the folder over
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
 
     def __enter__(self) -> "OutputLock":
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path, "a+")
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)  # not O_APPEND: leases are rewritten in place
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self.fd = fd
+            self._take_lease()
         except BlockingIOError:
-            handle.seek(0)
-            owner = handle.read().strip() or "unknown process"
-            handle.close()
-            raise LockError(
-                f"output folder {self.path.parent} is in use by another jaxmem run ({owner}); "
-                "wait for it to finish or choose another --out"
-            ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()} on {socket.gethostname()}")
-        handle.flush()
-        self.handle = handle
+            os.close(fd)
+            raise self._in_use(self._read()) from None
+        except BaseException:
+            self._release()
+            raise
+        self._beat = threading.Thread(target=self._heartbeat, name="jaxmem-lease", daemon=True)
+        self._beat.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.handle is not None:
-            fcntl.flock(self.handle, fcntl.LOCK_UN)
-            self.handle.close()
-            self.handle = None
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join()
+        if self.lost_to is None and self.fd is not None:
+            with contextlib.suppress(OSError):
+                self._write("")  # a finished run leaves no lease behind
+        self._release()
+
+    def check(self) -> None:
+        """Raise LockError if another run took this folder over (our heartbeat stalled too long)."""
+        if self.lost_to is not None:
+            raise LockError(
+                f"output folder {self.path.parent} was taken over by another jaxmem run "
+                f"({self.lost_to.describe(time.time())}) after this run's lease went stale; stopping"
+            )
+
+    # -- the lease ---------------------------------------------------------------------------------
+    def _take_lease(self) -> None:
+        host, now = socket.gethostname(), time.time()
+        held = self._read()
+        if held is not None:
+            reason = stale_reason(held, host, now)
+            if reason is None:
+                raise self._in_use(held)
+            log.warning("taking over the stale lease on %s of %s: %s", self.path.parent, held.describe(now), reason)
+        self.lease = Lease(host, os.getpid(), now, uuid.uuid4().hex)
+        self._write_lease()
+        time.sleep(SETTLE_SECONDS)
+        winner = self._read()
+        if winner is None or winner.token != self.lease.token:
+            raise self._in_use(winner)
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(HEARTBEAT_SECONDS):
+            holder = self._read()
+            if holder is not None and holder.token != self.lease.token:
+                self.lost_to = holder
+                log.warning("output folder %s was taken over by %s", self.path.parent, holder.describe(time.time()))
+                return
+            self.lease = dataclasses.replace(self.lease, heartbeat=time.time())
+            self._write_lease()
+
+    def _write_lease(self) -> None:
+        self._write(json.dumps(dataclasses.asdict(self.lease)))
+
+    def _write(self, text: str) -> None:
+        os.pwrite(self.fd, text.ljust(RECORD_BYTES).encode(), 0)  # one write, no truncation first
+        os.ftruncate(self.fd, RECORD_BYTES)
+        os.fsync(self.fd)  # other hosts must see it (NFS close-to-open)
+
+    def _read(self) -> Lease | None:
+        return read_lease(self.path)
+
+    def _in_use(self, holder: Lease | None) -> LockError:
+        owner = holder.describe(time.time()) if holder else "owner unknown"
+        return LockError(
+            f"output folder {self.path.parent} is in use by another jaxmem run ({owner}); wait for it to "
+            f"finish or choose another --out (a lease without heartbeat for {LEASE_TIMEOUT:.0f} s is stale)"
+        )
+
+    def _release(self) -> None:
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+
+def lock_state(out_dir: Path) -> str:
+    """'idle', 'running: <holder>' or 'stale lease of <holder> (<reason>)', for `jaxmem status`."""
+    path = Path(out_dir) / ".lock"
+    if not path.exists():
+        return "idle"
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            locked_here = False
+        except BlockingIOError:
+            locked_here = True
+    lease, now = read_lease(path), time.time()
+    if lease is None:
+        return "running: owner unknown" if locked_here else "idle"
+    reason = None if locked_here else stale_reason(lease, socket.gethostname(), now)
+    return f"running: {lease.describe(now)}" if reason is None else f"stale lease of {lease.describe(now)} ({reason})"

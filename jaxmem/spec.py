@@ -53,6 +53,8 @@ TOP_LEVEL = {
 }
 INTEGRATORS = ("optax", "gradient_flow")
 ROUNDING = {"floor": math.floor, "ceil": math.ceil, "round": round}
+MAX_INT = 2**31 - 1  # sizes, step counts and seeds reach the device as int32
+MAX_VALUES = 10**6  # the most values an axis, the seeds or the grid may have: more is a typo, not a sweep
 
 
 class SpecError(ValueError):
@@ -136,22 +138,36 @@ def load(path: str | Path, preset: str | None = None) -> SweepSpec:
 
 def read_toml(path: Path, seen: tuple[Path, ...] = ()) -> dict:
     """A spec file as data, with `extends = "other.toml"` (a path relative to the file) resolved: the
-    file's tables are deep-merged over the other's, so variants of a sweep restate only what differs."""
-    if not path.is_file():
-        raise SpecError(str(path), [f"no such file: {path}"])
+    file's tables are deep-merged over the other's, so variants of a sweep restate only what differs.
+    `seen`: the files extending this one, the spec given first; errors name it too."""
+    source = f"{path} (via extends from {seen[0]})" if seen else str(path)
+    if not is_file(path):
+        raise SpecError(source, [f"no such file: {path}"])
     try:
         raw = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as err:
-        raise SpecError(str(path), [f"malformed TOML: {err}"]) from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:  # TOML files are UTF-8
+        raise SpecError(source, [f"malformed TOML: {err}"]) from None
+    except OSError as err:
+        raise SpecError(source, [f"cannot read it: {err}"]) from None
     parent = raw.pop("extends", None)
     if parent is None:
         return raw
     if not isinstance(parent, str):
-        raise SpecError(str(path), [f"extends: must be a file name, got {parent!r}"])
+        raise SpecError(source, [f"extends: must be a file name, got {parent!r}"])
+    if not is_file(path.parent / parent):
+        raise SpecError(source, [f"extends: no such file {parent!r} next to this one"])
     base = (path.parent / parent).resolve()
     if base in seen or base == path.resolve():
-        raise SpecError(str(path), [f"extends: {parent!r} extends itself (cycle through {base})"])
+        raise SpecError(source, [f"extends: {parent!r} extends itself (cycle through {base})"])
     return _deep_merge(read_toml(base, seen + (path.resolve(),)), raw)
+
+
+def is_file(path: Path) -> bool:
+    """Whether `path` names a file; False, not an error, for names the OS rejects (too long, NUL bytes)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def parse(raw: dict, name: str, preset: str | None = None, source: str = "<spec>") -> SweepSpec:
@@ -207,6 +223,9 @@ def _apply_preset(raw, preset, problems):
     if preset not in presets:
         problems.append(f"--preset {preset!r}: unknown preset; this spec has: {', '.join(sorted(presets)) or 'none'}")
         return raw, preset
+    if not isinstance(presets[preset], dict):
+        problems.append(f"presets.{preset}: must be a table, got {presets[preset]!r}")
+        return raw, preset
     base = {k: v for k, v in raw.items() if k != "presets"}
     return _deep_merge(base, presets[preset]), preset
 
@@ -228,7 +247,7 @@ def _experiment(merged, problems) -> Experiment | None:
     if name is None:
         problems.append('experiment: missing (e.g. experiment = "assoc_memory")')
         return None
-    if name not in EXPERIMENTS:
+    if not isinstance(name, str) or name not in EXPERIMENTS:
         problems.append(
             f"experiment: unknown experiment {name!r}{_suggest(str(name), EXPERIMENTS)}; "
             f"known: {', '.join(sorted(EXPERIMENTS))}"
@@ -238,18 +257,17 @@ def _experiment(merged, problems) -> Experiment | None:
 
 
 def _seeds(value, problems) -> tuple[int, ...]:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-        return tuple(range(value))
-    if (
-        isinstance(value, list)
-        and value
-        and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in value)
-    ):
-        if len(set(value)) != len(value):
-            problems.append(f"seeds: duplicates in {value}")
-        return tuple(value)
-    problems.append(f"seeds: must be a positive count or a non-empty list of non-negative integers, got {value!r}")
-    return ()
+    count = isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    listed = isinstance(value, list) and value and all(isinstance(s, int) and not isinstance(s, bool) for s in value)
+    if not (count or listed and min(value) >= 0):
+        problems.append(f"seeds: must be a positive count or a non-empty list of non-negative integers, got {value!r}")
+        return ()
+    if (value if count else len(value)) > MAX_VALUES or listed and max(value) > MAX_INT:
+        problems.append(f"seeds: at most {MAX_VALUES} seeds, each below 2**31, got {short(value) if count else value}")
+        return ()
+    if listed and len(set(value)) != len(value):
+        problems.append(f"seeds: duplicates in {value}")
+    return tuple(range(value)) if count else tuple(value)
 
 
 def _section(cls, path: str, table: Any, problems: list[str]):
@@ -309,6 +327,11 @@ def _coerce(value, annotation: str):
 def _check_train(train: TrainSpec, bad: set, exp: Experiment | None, problems):
     if "steps" not in bad and train.steps < 0:
         problems.append(f"train.steps: must be >= 0, got {train.steps}")
+    problems += [
+        f"train.{name}: must be below 2**31, got {getattr(train, name)}"
+        for name in ("steps", "eval_every")
+        if name not in bad and getattr(train, name) > MAX_INT
+    ]
     if "eval_every" not in bad and train.eval_every < 1:
         problems.append(f"train.eval_every: must be >= 1, got {train.eval_every}")
     elif not bad & {"steps", "eval_every"} and train.steps % train.eval_every:
@@ -331,6 +354,7 @@ def _check_train(train: TrainSpec, bad: set, exp: Experiment | None, problems):
 def _check_engine(engine: EngineSpec, bad: set, exp: Experiment | None, search: SearchSpec | None, problems):
     checks = [
         ("pad_ratio", engine.pad_ratio >= 1.0, ">= 1"),
+        ("search_pad_ratio", engine.search_pad_ratio >= 1.0, ">= 1"),
         ("search_pad_floor", 0 <= engine.search_pad_floor <= 1, "in [0, 1]"),
         ("max_slots", engine.max_slots >= 0, ">= 0"),
         ("segment_seconds", engine.segment_seconds > 0, "> 0"),
@@ -393,7 +417,9 @@ def axis_values(path: str, value) -> list:
     if isinstance(value, list):
         if not value:
             raise ValueError(f"{path}: empty list")
-        if len({json.dumps(v) for v in value}) != len(value):
+        if len(value) > MAX_VALUES:
+            raise ValueError(f"{path}: {len(value)} values, more than {MAX_VALUES}")
+        if len({json.dumps(v, default=str) for v in value}) != len(value):
             raise ValueError(f"{path}: duplicate values in {value}")
         return value
     if not isinstance(value, dict):
@@ -405,12 +431,12 @@ def axis_values(path: str, value) -> list:
             f"{path}: give exactly one of range / log_range / exponents (plus num, base, round), got {value}"
         )
     rounding = value.get("round")
-    if rounding is not None and rounding not in ROUNDING:
+    if rounding is not None and (not isinstance(rounding, str) or rounding not in ROUNDING):
         raise ValueError(f"{path}.round: must be one of {list(ROUNDING)}, got {rounding!r}")
     kind, args = kinds[0], value[kinds[0]]
     numbers = (args if isinstance(args, list) else [args]) + [value[k] for k in ("num", "base") if k in value]
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
-        raise ValueError(f"{path}.{kind}: arguments must be numbers, got {value}")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in numbers):
+        raise ValueError(f"{path}.{kind}: arguments must be finite numbers, got {value}")
     if value.get("base", 2) <= 0:
         raise ValueError(f"{path}.base: must be > 0, got {value['base']}")
     if kind == "range":
@@ -420,19 +446,30 @@ def axis_values(path: str, value) -> list:
             )
         start, stop, step = (list(args) + [1])[:3]
         count = int(math.floor((stop - start) / step + 1e-9)) + 1
+        if count > MAX_VALUES:
+            raise ValueError(f"{path}.range: gives {short(count)} values, more than {MAX_VALUES}")
         raw = [start + i * step for i in range(max(count, 0))]
     elif kind == "log_range":
         num = value.get("num")
-        if not (isinstance(args, list) and len(args) == 2 and min(args) > 0 and isinstance(num, int) and num >= 1):
-            raise ValueError(f"{path}.log_range: expected [lo>0, hi>0] with num = count >= 1, got {args}, num={num}")
+        if not (isinstance(args, list) and len(args) == 2 and min(args) > 0 and isinstance(num, int)):
+            raise ValueError(f"{path}.log_range: expected [lo>0, hi>0] with num = a count, got {args}, num={num}")
+        if not 1 <= num <= MAX_VALUES:
+            raise ValueError(f"{path}.num: must be in [1, {MAX_VALUES}], got {num}")
         lo, hi = math.log(args[0]), math.log(args[1])
         raw = [math.exp(lo + (hi - lo) * i / max(num - 1, 1)) for i in range(num)]
     else:
         base = value.get("base", 2)
         if not (isinstance(args, list) and len(args) == 3 and args[2] > 0):
             raise ValueError(f"{path}.exponents: expected [first, last, step>0], got {args}")
+        if max(abs(args[0]), abs(args[1])) > expr.MAX_EXPONENT:
+            raise ValueError(f"{path}.exponents: must lie within ±{expr.MAX_EXPONENT}, got {args}")
         count = int(math.floor((args[1] - args[0]) / args[2] + 1e-9)) + 1
-        raw = [base ** (args[0] + i * args[2]) for i in range(count)]
+        if count > MAX_VALUES:
+            raise ValueError(f"{path}.exponents: gives {short(count)} values, more than {MAX_VALUES}")
+        try:
+            raw = [base ** (args[0] + i * args[2]) for i in range(count)]
+        except OverflowError:
+            raise ValueError(f"{path}.exponents: {base} ** {args[1]} overflows") from None
     values = [ROUNDING[rounding](v) for v in raw] if rounding else raw
     if not values:
         raise ValueError(f"{path}: produces no values")
@@ -453,6 +490,8 @@ def _points(merged, exp: Experiment, search: SearchSpec | None, problems):
             axes[name] = axis_values(f"grid.{name}", value)
         except ValueError as err:
             problems.append(str(err))
+    if math.prod(len(v) for v in axes.values()) > MAX_VALUES:
+        problems.append(f"grid: {' x '.join(str(len(v)) for v in axes.values())} points, more than {MAX_VALUES}")
     clash = (set(fixed) & set(grid)) | (set(derived) & (set(fixed) | set(grid)))
     problems += [f"{n}: given in more than one of fixed / grid / derived" for n in sorted(clash)]
     helpers = set().union(*(expr.names_in(e) for e in derived.values() if isinstance(e, str))) if derived else set()
@@ -472,7 +511,7 @@ def _points(merged, exp: Experiment, search: SearchSpec | None, problems):
         if field is None and name not in helpers:
             continue  # already reported as an unknown field
         errors = dict.fromkeys(
-            e for v in options for e in [field.check(name, v) if field else _number_error(name, v)] if e
+            e for v in options for e in [_field_error(field, name, v) if field else _number_error(name, v)] if e
         )
         problems += [f"{where}.{name}: {e}" for e in errors]
     if len(problems) > before:
@@ -500,16 +539,35 @@ def _number_error(name, value) -> str | None:
     return None if ok else f"{name} is used in derived expressions, so it must be a number, got {value!r}"
 
 
+def _field_error(field, name, value) -> str | None:
+    """The experiment's own check of a value, plus the engine's: integer fields are int32 on the device."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    too_large = field.type is int and number and abs(value) > MAX_INT
+    return field.check(name, value) or (f"{name} must be below 2**31, got {short(value)}" if too_large else None)
+
+
 def _derive(name, expression, point, exp: Experiment):
     value = expr.evaluate(expression, point)
     field = exp.fields.get(name)
-    if field is not None and field.type is int:
-        return int(math.floor(value + 1e-9))
-    return value
+    if field is None or field.type is not int or isinstance(value, int):
+        return value
+    if not math.isfinite(value):
+        raise expr.ExpressionError(f"{name} = {expression!r} is {value} at ({_label(point)}), not a finite number")
+    return int(math.floor(value + 1e-9))
+
+
+def _bound(expression, point) -> int:
+    """A search bound at a point, truncated to an integer; ExpressionError unless finite and below 2**31."""
+    value = expr.evaluate(expression, point)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise expr.ExpressionError(f"{expression!r} is {value} at ({_label(point)}), not a finite number")
+    if abs(value) > MAX_INT:
+        raise expr.ExpressionError(f"{expression!r} exceeds 2**31 at ({_label(point)})")
+    return int(value)
 
 
 def _validated_point(point, exp: Experiment, search, helpers, problems, skipped):
-    errors = [e for n, v in point.items() if n in exp.fields for e in [exp.fields[n].check(n, v)] if e]
+    errors = [e for n, v in point.items() if n in exp.fields for e in [_field_error(exp.fields[n], n, v)] if e]
     if errors:  # only derived values can still be bad here: fixed and grid values were checked
         problems += [f"derived: {e} (at {_label(point)})" for e in errors]
         return None
@@ -525,7 +583,7 @@ def _validated_point(point, exp: Experiment, search, helpers, problems, skipped)
     impossible = []
     if search:
         try:
-            lo, hi = (int(expr.evaluate(b, point)) for b in (search.lo, search.hi))
+            lo, hi = (_bound(b, point) for b in (search.lo, search.hi))
         except expr.ExpressionError as err:
             problems.append(f"search.lo/hi: {err}")
             return None
@@ -539,6 +597,12 @@ def _validated_point(point, exp: Experiment, search, helpers, problems, skipped)
     if search:
         del full[search.variable]
     return {**{h: point[h] for h in helpers if h in point}, **full}
+
+
+def short(number) -> str:
+    """A number for a message: a huge integer by its size (str() of one over 4300 digits even fails)."""
+    huge = isinstance(number, int) and number.bit_length() > 64
+    return f"a {number.bit_length()}-bit integer" if huge else f"{number}"
 
 
 def _label(point: dict) -> str:

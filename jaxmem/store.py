@@ -4,18 +4,28 @@ Every finished run is one row of `runs`, every finished threshold search one row
 and (optionally) in-flight metrics go to `trajectories`. Rows are written in transactions and keyed
 by deterministic ids, so a process killed at any point leaves either the whole row or nothing, and a
 resumed sweep never writes a row twice.
+
+Damage is detected, never used: opening a store runs SQLite's `quick_check` and verifies every row of
+`runs`, `searches` and `trajectories` against its checksum (a hash of the stored values, written by
+a trigger in the row's own transaction). A damaged file is reported; `jaxmem run` (repair=True) moves
+it aside as `results.sqlite.corrupt-<time>`, with a warning naming it, and starts a fresh store, so the
+sweep recomputes those rows.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any, Iterable
 
 import pandas as pd
 
 FILENAME = "results.sqlite"
+log = logging.getLogger("jaxmem")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -72,6 +82,7 @@ SEARCH_COLUMNS = (
     "bits",
     "status",
 )
+CHECKED = {"runs": RUN_COLUMNS, "searches": SEARCH_COLUMNS, "trajectories": ("run_id", "step", "metrics")}
 
 
 class StoreError(RuntimeError):
@@ -79,23 +90,61 @@ class StoreError(RuntimeError):
 
 
 class Store:
-    def __init__(self, out_dir: Path):
+    def __init__(self, out_dir: Path, repair: bool = False):
+        """Open (or create) the store of an output folder. A damaged file raises StoreError, or with
+        `repair` is moved aside (its path in `self.quarantined`) and replaced by an empty store."""
         self.path = Path(out_dir) / FILENAME
+        self.quarantined: Path | None = None
+        damage = self._open()
+        if damage and not repair:
+            raise StoreError(
+                f"results file {self.path} is unreadable or corrupted ({damage}); rerun `jaxmem run` on this "
+                "folder to move it aside and recompute its rows"
+            )
+        if damage:
+            self.quarantined = quarantine(self.path)
+            log.warning(
+                "results file %s is corrupted (%s); moved it to %s and starting afresh: none of its rows are "
+                "used, the sweep recomputes them",
+                self.path,
+                damage,
+                self.quarantined,
+            )
+            if damage := self._open():
+                raise StoreError(f"cannot create a fresh results file {self.path}: {damage}")
+
+    def _open(self) -> str | None:
+        """Connect, create or migrate the schema and check the file; the damage found (then closed), or None."""
+        self.db = sqlite3.connect(self.path, timeout=30)
         try:
-            self.db = sqlite3.connect(self.path, timeout=30)
+            self.db.create_function("row_hash", -1, row_hash, deterministic=True)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
             self.db.executescript(_SCHEMA)
             self._migrate()
+            damage = _damage(self.db)
         except sqlite3.DatabaseError as err:
-            raise StoreError(f"results file {self.path} is unreadable ({err}); move it away to start over") from None
+            damage = str(err)
+        if damage:
+            self.db.close()
+        return damage
 
     def _migrate(self) -> None:
-        """Add the columns newer versions write to a store made by an older one."""
+        """Add the columns newer versions write to a store made by an older one (rows written before
+        checksums existed are hashed as they are), and the checksum triggers."""
         have = {row[1] for row in self.db.execute("PRAGMA table_info(runs)")}
         with self.db:
             for column in (c for c in RUN_COLUMNS if c not in have):
                 self.db.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
+            for table, columns in CHECKED.items():
+                if "checksum" not in {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}:
+                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN checksum TEXT")
+                    self.db.execute(f"UPDATE {table} SET checksum = row_hash({', '.join(columns)})")
+                new = ", ".join(f"NEW.{c}" for c in columns)
+                self.db.execute(
+                    f"CREATE TRIGGER IF NOT EXISTS {table}_checksum AFTER INSERT ON {table} BEGIN "
+                    f"UPDATE {table} SET checksum = row_hash({new}) WHERE rowid = NEW.rowid; END"
+                )
 
     def close(self) -> None:
         self.db.close()
@@ -114,21 +163,21 @@ class Store:
         """Append finished runs (and trajectory points) in one transaction; existing ids are kept."""
         with self.db:
             self.db.executemany(
-                f"INSERT OR IGNORE INTO runs VALUES ({', '.join('?' * len(RUN_COLUMNS))})",
+                _insert("runs"),
                 [tuple(_cell(r.get(c)) for c in RUN_COLUMNS) for r in rows],
             )
             self.add_trajectory(trajectory)
 
     def add_trajectory(self, points: Iterable[tuple[str, int, dict]]) -> None:
         self.db.executemany(
-            "INSERT OR IGNORE INTO trajectories VALUES (?, ?, ?)",
+            _insert("trajectories"),
             [(run, step, json.dumps(m)) for run, step, m in points],
         )
 
     def add_searches(self, rows: Iterable[dict]) -> None:
         with self.db:
             self.db.executemany(
-                f"INSERT OR IGNORE INTO searches VALUES ({', '.join('?' * len(SEARCH_COLUMNS))})",
+                _insert("searches"),
                 [tuple(_cell(r.get(c)) for c in SEARCH_COLUMNS) for r in rows],
             )
 
@@ -147,7 +196,42 @@ class Store:
         return {u for (u,) in self.db.execute("SELECT unit FROM searches")}
 
     def table(self, name: str) -> pd.DataFrame:
-        return pd.read_sql_query(f"SELECT * FROM {name}", self.db)
+        frame = pd.read_sql_query(f"SELECT * FROM {name}", self.db)
+        return frame.drop(columns="checksum", errors="ignore")
+
+
+def _insert(table: str) -> str:
+    columns = CHECKED[table]
+    return f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+
+
+def row_hash(*values) -> str:
+    """A row's checksum: a hash of its values as SQLite stores them (registered as an SQL function)."""
+    return hashlib.blake2b(repr(values).encode(), digest_size=8).hexdigest()
+
+
+def _damage(db: sqlite3.Connection) -> str | None:
+    """What is wrong with an open store: a failed integrity check, or rows failing their checksum."""
+    check = [row[0].replace("\n", "; ") for row in db.execute("PRAGMA quick_check(3)")]
+    if check != ["ok"]:
+        return "integrity check failed: " + "; ".join(check)[:300]
+    bad = {
+        table: db.execute(
+            f"SELECT count(*) FROM {table} WHERE checksum IS NOT row_hash({', '.join(columns)})"
+        ).fetchone()[0]
+        for table, columns in CHECKED.items()
+    }
+    failing = ", ".join(f"{n} in {table}" for table, n in bad.items() if n)
+    return f"rows failing their checksum: {failing}" if failing else None
+
+
+def quarantine(path: Path) -> Path:
+    """Move a damaged results file (with its -wal and -shm companions) aside; returns its new path."""
+    target = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+    for suffix in ("", "-wal", "-shm"):
+        if Path(f"{path}{suffix}").exists():
+            Path(f"{path}{suffix}").rename(f"{target}{suffix}")
+    return target
 
 
 def _cell(value):

@@ -1,0 +1,389 @@
+"""Fault tolerance (issue #6): kill -9 twenty times in a row, damaged results files and checkpoints,
+and the output folder's lease across hosts. Interrupted sweeps must end with exactly the rows of an
+uninterrupted run: none missing, none twice, every value equal (timing columns aside)."""
+
+import contextlib
+import json
+import logging
+import multiprocessing
+import os
+import shutil
+import socket
+import sqlite3
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+
+import jaxmem
+from helpers import ROOT
+from jaxmem import driver, lock as locking
+from jaxmem.checkpoint import MANIFEST, SlotCheckpoints
+from jaxmem.cli import main
+from jaxmem.lock import LEASE_TIMEOUT, Lease, LockError, OutputLock, lock_state, parse_lease, read_lease, stale_reason
+from jaxmem.spec import load
+from jaxmem.store import FILENAME, Store, StoreError
+
+KILL_SPEC = ROOT / "tests" / "specs" / "tiny_kill.toml"
+LINEAR_SPEC = ROOT / "tests" / "specs" / "tiny_linear.toml"
+TIMING = ["wall_time_s", "finished_at"]  # the only columns two runs of one sweep may differ in
+KILLS = 20
+OTHER_HOST = "node-7.other-cluster"
+
+
+def tables(out) -> dict[str, pd.DataFrame]:
+    """Every row of runs, searches and trajectories in a canonical order, timing columns dropped."""
+    runs = jaxmem.load_results(out, expand=False).drop(columns=TIMING)
+    return {
+        "runs": runs.sort_values("run_id").reset_index(drop=True),
+        "searches": jaxmem.load_results(out, "searches", expand=False).sort_values("unit").reset_index(drop=True),
+        "trajectories": jaxmem.load_results(out, "trajectories").sort_values(["run_id", "step"]).reset_index(drop=True),
+    }
+
+
+def assert_identical(out, expected: dict[str, pd.DataFrame]) -> int:
+    """`out` holds exactly the rows of `expected`; returns how many rows were compared."""
+    got = tables(out)
+    assert got["runs"]["run_id"].is_unique and not got["trajectories"].duplicated(["run_id", "step"]).any()
+    for name, frame in expected.items():
+        pd.testing.assert_frame_equal(got[name], frame, obj=name)
+    return sum(len(frame) for frame in got.values())
+
+
+@pytest.fixture(scope="module")
+def kill_reference(tmp_path_factory):
+    out = tmp_path_factory.mktemp("kill_reference")
+    driver.run_sweep(load(KILL_SPEC), out, quiet=True)
+    return tables(out)
+
+
+@pytest.fixture(scope="module")
+def linear_done(tmp_path_factory):
+    """A finished tiny_linear sweep: its folder and its rows."""
+    out = tmp_path_factory.mktemp("linear_done")
+    driver.run_sweep(load(LINEAR_SPEC), out, quiet=True)
+    return out, tables(out)
+
+
+# -- kill -9 ------------------------------------------------------------------------------------------
+def cli_in_child(argv: list[str], log: str, cache: str) -> None:
+    """A forked child: `jaxmem <argv>`, output appended to `log`, compiled programs cached in `cache`."""
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    jax.config.update("jax_compilation_cache_dir", cache)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    sys.exit(main(argv))
+
+
+@pytest.fixture(scope="module")
+def xla_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("xla_cache")
+
+
+@pytest.fixture(scope="module")
+def forkserver():
+    """Children forked from a server that has imported jaxmem start in ~0.1 s instead of ~3 s; with the
+    persistent compilation cache a killed-and-resumed run costs about a second. They run the real
+    `jaxmem run` entry point and are killed with SIGKILL, as `kill -9` would."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["jaxmem.cli", "jaxmem.driver", __name__])
+    return context
+
+
+def stored_rows(out) -> int:
+    """Rows in runs + trajectories so far (0 before the store exists): a cheap read-only count."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{out / FILENAME}?mode=ro", uri=True, timeout=5)) as db:
+            return db.execute("SELECT (SELECT count(*) FROM runs) + (SELECT count(*) FROM trajectories)").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def start(forkserver, out, log, cache, spec=KILL_SPEC):
+    child = forkserver.Process(
+        target=cli_in_child, args=(["run", str(spec), "--out", str(out), "--quiet"], str(log), str(cache))
+    )
+    child.start()
+    return child
+
+
+def kill_at(child, out, target: int | None, delay: float, timeout: float = 120.0) -> bool:
+    """SIGKILL `child` `delay` s after the store reaches `target` rows (None: `delay` s after its start);
+    False if it finished first."""
+    deadline = time.perf_counter() + timeout
+    while target is not None and child.is_alive() and stored_rows(out) < target:
+        assert time.perf_counter() < deadline, f"no progress to {target} rows in {timeout} s"
+        time.sleep(0.01)
+    time.sleep(delay)
+    alive = child.is_alive()
+    child.kill()
+    child.join()
+    return alive
+
+
+@pytest.mark.parametrize("count", [KILLS, pytest.param(100, marks=pytest.mark.slow)])
+def test_kill_9_at_random_points_in_a_row_then_resume(tmp_path, forkserver, xla_cache, kill_reference, count):
+    """SIGKILLs at random points (seeded): a quarter by time from the start (restoring, compiling, the
+    first segments), the rest 0-0.2 s after the store reached a random row count (mid-segment, writing
+    rows, saving or sealing a checkpoint). After every kill the store must open undamaged; the final
+    run must end with exactly the uninterrupted run's rows."""
+    out, log, cache = tmp_path / "out", tmp_path / "run.log", xla_cache
+    rng = np.random.default_rng(6)
+    total = len(kill_reference["runs"]) + len(kill_reference["trajectories"])
+    targets = np.sort(rng.integers(1, int(0.9 * total), count))
+    started, kills = time.perf_counter(), []
+    for target in targets:
+        by_time = rng.random() < 0.25
+        delay = rng.uniform(0.0, 1.5) if by_time else rng.uniform(0.0, 0.2)
+        if kill_at(start(forkserver, out, log, cache), out, None if by_time else int(target), delay):
+            kills.append(stored_rows(out))
+        if (out / FILENAME).exists():
+            Store(out).close()  # a kill never damages the store (raises StoreError if it did)
+    final = start(forkserver, out, log, cache)
+    final.join(timeout=300)
+    assert final.exitcode == 0, log.read_text()[-3000:]
+    compared = assert_identical(out, kill_reference)
+    wall = time.perf_counter() - started
+    text = log.read_text()
+    assert len(kills) == count, f"only {len(kills)} kills landed before the sweep finished"
+    assert "corrupted" not in text and "Traceback" not in text
+    assert not (out / "checkpoints").exists()
+    print(
+        f"\nkill -9 x{len(kills)} (store rows at each kill: {kills}) then resumed: {compared} rows identical, "
+        f"{wall:.1f} s; {text.count('is unusable')} checkpoint(s) rejected, "
+        f"{text.count('taking over the stale lease')} stale lease(s) taken over"
+    )
+
+
+def test_a_damaged_store_after_a_kill_is_quarantined_and_the_sweep_recomputed(
+    tmp_path, forkserver, xla_cache, kill_reference
+):
+    """A kill mid-sweep, then a silently changed value: the in-flight checkpoints go with the damaged
+    file (they continue runs whose earlier trajectory rows were in it), so nothing is missing."""
+    out, log, cache = tmp_path / "out", tmp_path / "run.log", xla_cache
+    assert kill_at(start(forkserver, out, log, cache), out, len(kill_reference["runs"]) * 3, 0.1)
+    assert any((out / "checkpoints").rglob(MANIFEST)), "no in-flight checkpoint to discard"
+    with contextlib.closing(sqlite3.connect(out / FILENAME)) as db, db:
+        db.execute("UPDATE runs SET max_metric = 0.5 WHERE rowid = 1")  # no trigger: the checksum goes stale
+    final = start(forkserver, out, log, cache)
+    final.join(timeout=300)
+    assert final.exitcode == 0, log.read_text()[-3000:]
+    assert "rows failing their checksum: 1 in runs" in log.read_text()
+    assert len(list(out.glob(f"{FILENAME}.corrupt-*"))) == 1
+    assert_identical(out, kill_reference)
+
+
+# -- damaged results files ----------------------------------------------------------------------------
+def _garbage(path):
+    path.write_bytes(b"this is not a database\n" * 200)
+
+
+def _truncated(path):
+    path.write_bytes(path.read_bytes()[: path.stat().st_size * 6 // 10])
+
+
+def _changed_value(path):
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        db.execute("UPDATE runs SET final_loss = final_loss * 2 WHERE rowid = 2")
+
+
+def _changed_trajectory(path):
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        db.execute("""UPDATE trajectories SET metrics = '{"accuracy": 1.0}' WHERE rowid = 3""")
+
+
+@pytest.mark.parametrize("damage", [_garbage, _truncated, _changed_value, _changed_trajectory])
+def test_damaged_results_file_is_reported_quarantined_and_recomputed(tmp_path, capsys, caplog, linear_done, damage):
+    done, expected = linear_done
+    out = tmp_path / "out"
+    shutil.copytree(done, out)
+    damage(out / FILENAME)
+    damaged = (out / FILENAME).read_bytes()
+
+    with pytest.raises(StoreError, match="unreadable or corrupted") as err:  # reads never use bad rows
+        jaxmem.load_results(out)
+    assert str(out / FILENAME) in str(err.value) and "rerun `jaxmem run`" in str(err.value)
+    assert main(["status", str(out)]) == 4
+    message = capsys.readouterr().err
+    assert message.startswith("jaxmem: error: results file") and message.count("\n") == 1
+    assert (out / FILENAME).read_bytes() == damaged  # a read moves nothing
+
+    with caplog.at_level(logging.WARNING, logger="jaxmem"):
+        assert main(["run", str(LINEAR_SPEC), "--out", str(out), "--quiet"]) == 0
+    (quarantined,) = out.glob(f"{FILENAME}.corrupt-*")
+    assert quarantined.read_bytes() == damaged  # kept as it was, for inspection
+    assert any(str(quarantined) in r.getMessage() and "is corrupted" in r.getMessage() for r in caplog.records)
+    assert_identical(out, expected)
+
+
+def test_an_undamaged_store_is_not_quarantined(tmp_path, linear_done):
+    done, expected = linear_done
+    out = tmp_path / "out"
+    shutil.copytree(done, out)
+    driver.run_sweep(load(LINEAR_SPEC), out, quiet=True)
+    assert not list(out.glob(f"{FILENAME}.corrupt-*"))
+    assert_identical(out, expected)
+
+
+# -- damaged checkpoints (unit level; end to end in test_resume.py) -----------------------------------
+def _save_two(directory) -> tuple[list[dict], dict]:
+    sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    states = [{"w": jnp.full((4, 1024), float(i)), "step": jnp.arange(4) + i} for i in (1, 2)]
+    checkpoints = SlotCheckpoints(directory)
+    for i, state in enumerate(states):
+        checkpoints.save(state, {"slots": [i]})
+    checkpoints.close()
+    abstract = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding), states[0])
+    return states, abstract
+
+
+def _restore(directory, abstract):
+    checkpoints = SlotCheckpoints(directory)
+    try:
+        return checkpoints.restore(abstract)
+    finally:
+        checkpoints.close()
+
+
+def _largest_file(step_dir):
+    """The array data: the largest file of a checkpoint step (its manifest aside)."""
+    files = (p for p in step_dir.rglob("*") if p.is_file() and p.name != MANIFEST)
+    return max(files, key=lambda p: p.stat().st_size)
+
+
+def _flip(path):
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(
+    "damage, reason",
+    [
+        (lambda step: _flip(_largest_file(step)), "missing or changed since it was saved"),
+        (lambda step: _largest_file(step).write_bytes(_largest_file(step).read_bytes()[:10]), "missing or changed"),
+        (lambda step: (step / MANIFEST).unlink(), "no readable manifest: its save never finished"),
+    ],
+    ids=["flipped-bit", "truncated", "unsealed"],
+)
+def test_a_damaged_newest_checkpoint_falls_back_to_the_older_one(tmp_path, caplog, damage, reason):
+    states, abstract = _save_two(tmp_path)
+    damage(tmp_path / "2")
+    with caplog.at_level(logging.WARNING, logger="jaxmem"):
+        state, meta = _restore(tmp_path, abstract)
+    assert meta == {"slots": [0]}
+    np.testing.assert_array_equal(state["w"], states[0]["w"])
+    assert any("step 2 is unusable" in r.getMessage() and reason in r.getMessage() for r in caplog.records)
+    assert not (tmp_path / "2").exists()  # deleted, so it cannot push the good one out of max_to_keep
+
+
+def test_checkpoints_all_truncated_restore_nothing(tmp_path, caplog):
+    _, abstract = _save_two(tmp_path)
+    for file in tmp_path.rglob("*"):
+        if file.is_file():
+            file.write_bytes(file.read_bytes()[: file.stat().st_size // 2])
+    with caplog.at_level(logging.WARNING, logger="jaxmem"):
+        assert _restore(tmp_path, abstract) is None
+    assert sum("is unusable" in r.getMessage() for r in caplog.records) == 2
+
+
+def test_an_intact_checkpoint_restores_the_newest(tmp_path):
+    states, abstract = _save_two(tmp_path)
+    state, meta = _restore(tmp_path, abstract)
+    assert meta == {"slots": [1]}
+    np.testing.assert_array_equal(state["step"], states[1]["step"])
+
+
+# -- the lease: one run per output folder, across hosts ------------------------------------------------
+def write_lease(out, host=OTHER_HOST, pid=4242, age=12.0) -> Lease:
+    lease = Lease(host, pid, time.time() - age, "f" * 32)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / ".lock").write_text(json.dumps(lease.__dict__))
+    return lease
+
+
+def test_a_fresh_lease_of_another_host_refuses_the_run(tmp_path, capsys):
+    out = tmp_path / "out"
+    lease = write_lease(out)
+    assert main(["run", str(LINEAR_SPEC), "--out", str(out), "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith(f"jaxmem: error: output folder {out} is in use by another jaxmem run")
+    assert err.count("\n") == 1
+    assert f"pid 4242 on host {OTHER_HOST}, last heartbeat 12 s ago" in err
+    assert read_lease(out / ".lock") == lease  # untouched
+    assert not (out / FILENAME).exists()  # refused before touching the store
+    assert lock_state(out).startswith(f"running: pid 4242 on host {OTHER_HOST}")
+
+
+def test_a_live_pid_on_this_host_refuses_even_without_the_flock(tmp_path):
+    """flock can be a no-op on some network file systems; the lease still names a live process here."""
+    out = tmp_path / "out"
+    write_lease(out, host=socket.gethostname(), pid=os.getpid(), age=1.0)
+    with pytest.raises(LockError, match=f"pid {os.getpid()} on host {socket.gethostname()}"):
+        with OutputLock(out):
+            pass
+
+
+@pytest.mark.parametrize(
+    "host, pid, age, reason",
+    [
+        (OTHER_HOST, 4242, LEASE_TIMEOUT + 5, "no heartbeat for"),
+        (socket.gethostname(), 2**22 + 12345, 1.0, "that process is no longer running"),  # above pid_max
+    ],
+    ids=["other-host-timed-out", "dead-pid-here"],
+)
+def test_a_stale_lease_is_taken_over_with_a_warning(tmp_path, caplog, host, pid, age, reason):
+    out = tmp_path / "out"
+    write_lease(out, host, pid, age)
+    assert lock_state(out).startswith(f"stale lease of pid {pid} on host {host}")
+    with caplog.at_level(logging.WARNING, logger="jaxmem"), OutputLock(out):
+        mine = read_lease(out / ".lock")
+        assert (mine.host, mine.pid) == (socket.gethostname(), os.getpid())
+        assert lock_state(out).startswith(f"running: pid {os.getpid()}")
+    (warning,) = [r.getMessage() for r in caplog.records if "stale lease" in r.getMessage()]
+    assert f"pid {pid} on host {host}" in warning and reason in warning and str(out) in warning
+    assert not (out / ".lock").read_text().strip() and lock_state(out) == "idle"  # a finished run leaves no lease
+
+
+def test_the_heartbeat_refreshes_the_lease(tmp_path, monkeypatch):
+    monkeypatch.setattr(locking, "HEARTBEAT_SECONDS", 0.02)
+    with OutputLock(tmp_path) as held:
+        first = read_lease(tmp_path / ".lock")
+        deadline = time.time() + 5
+        while read_lease(tmp_path / ".lock").heartbeat == first.heartbeat:
+            assert time.time() < deadline, "no heartbeat"
+            time.sleep(0.01)
+        assert read_lease(tmp_path / ".lock").token == held.lease.token
+
+
+def test_a_run_whose_lease_was_taken_over_stops(tmp_path, capsys, monkeypatch):
+    """A run frozen past the timeout (simulated: another host writes its lease while the first bucket
+    compiles) finds the takeover at its next check and stops, leaving the new holder's lease alone."""
+    monkeypatch.setattr(locking, "HEARTBEAT_SECONDS", 0.02)
+    out = tmp_path / "out"
+    real_runner = driver.BucketRunner
+
+    def runner_while_taken_over(*args, **kwargs):
+        write_lease(out, age=0.0)
+        time.sleep(0.2)  # several heartbeats
+        return real_runner(*args, **kwargs)
+
+    monkeypatch.setattr(driver, "BucketRunner", runner_while_taken_over)
+    assert main(["run", str(LINEAR_SPEC), "--out", str(out), "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert "was taken over by another jaxmem run" in err and f"on host {OTHER_HOST}" in err
+    assert read_lease(out / ".lock").host == OTHER_HOST
+
+
+def test_stale_reason_rules():
+    now, here = 1000.0, "here"
+    assert stale_reason(Lease("there", 1, now - 1, "t"), here, now, alive=lambda pid: False) is None
+    assert stale_reason(Lease(here, 1, now - 1, "t"), here, now, alive=lambda pid: True) is None
+    assert "no longer running" in stale_reason(Lease(here, 1, now - 1, "t"), here, now, alive=lambda pid: False)
+    assert "no heartbeat for" in stale_reason(Lease("there", 1, now - LEASE_TIMEOUT, "t"), here, now)
+    assert parse_lease("") is None and parse_lease("pid 12 on host") is None and parse_lease('{"host": 1}') is None
