@@ -22,7 +22,8 @@ def context_name(j: int, m: int) -> str:
 
 
 def probabilities_panel(ax, P: np.ndarray) -> None:
-    shown = np.ma.masked_where(P <= 0, P[:MAX_CONTEXTS])
+    first = P[:MAX_CONTEXTS]
+    shown = np.ma.masked_where(first <= 0, first)
     cmap = plt.get_cmap("viridis").copy()
     cmap.set_bad("black")
     image = ax.imshow(shown, cmap=cmap, vmin=0, aspect="auto")
