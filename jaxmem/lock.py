@@ -157,7 +157,10 @@ class OutputLock:
                 log.warning("output folder %s was taken over by %s", self.path.parent, holder.describe(time.time()))
                 return
             self.lease = dataclasses.replace(self.lease, heartbeat=time.time())
-            self._write_lease()
+            try:
+                self._write_lease()
+            except OSError as err:  # e.g. a network file system hiccup: try again at the next beat
+                log.warning("could not refresh the lease on %s: %s", self.path.parent, err)
 
     def _write_lease(self) -> None:
         self._write(json.dumps(dataclasses.asdict(self.lease)))

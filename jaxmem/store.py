@@ -90,11 +90,13 @@ class StoreError(RuntimeError):
 
 
 class Store:
-    def __init__(self, out_dir: Path, repair: bool = False):
-        """Open (or create) the store of an output folder. A damaged file raises StoreError, or with
-        `repair` is moved aside (its path in `self.quarantined`) and replaced by an empty store."""
+    def __init__(self, out_dir: Path, repair: bool = False, verify: Iterable[str] = tuple(CHECKED)):
+        """Open (or create) the store of an output folder, checking the rows of the tables in `verify`.
+        A damaged file raises StoreError, or with `repair` is moved aside (its path in `self.quarantined`)
+        and replaced by an empty store."""
         self.path = Path(out_dir) / FILENAME
         self.quarantined: Path | None = None
+        self.verify = tuple(verify)
         damage = self._open()
         if damage and not repair:
             raise StoreError(
@@ -122,7 +124,7 @@ class Store:
             self.db.execute("PRAGMA synchronous=FULL")
             self.db.executescript(_SCHEMA)
             self._migrate()
-            damage = _damage(self.db)
+            damage = _damage(self.db, self.verify)
         except sqlite3.DatabaseError as err:
             damage = str(err)
         if damage:
@@ -210,8 +212,8 @@ def row_hash(*values) -> str:
     return hashlib.blake2b(repr(values).encode(), digest_size=8).hexdigest()
 
 
-def _damage(db: sqlite3.Connection) -> str | None:
-    """What is wrong with an open store: a failed integrity check, or rows failing their checksum."""
+def _damage(db: sqlite3.Connection, tables: Iterable[str]) -> str | None:
+    """What is wrong with an open store: a failed integrity check, or rows of `tables` failing their checksum."""
     check = [row[0].replace("\n", "; ") for row in db.execute("PRAGMA quick_check(3)")]
     if check != ["ok"]:
         return "integrity check failed: " + "; ".join(check)[:300]
@@ -220,6 +222,7 @@ def _damage(db: sqlite3.Connection) -> str | None:
             f"SELECT count(*) FROM {table} WHERE checksum IS NOT row_hash({', '.join(columns)})"
         ).fetchone()[0]
         for table, columns in CHECKED.items()
+        if table in tables
     }
     failing = ", ".join(f"{n} in {table}" for table, n in bad.items() if n)
     return f"rows failing their checksum: {failing}" if failing else None
@@ -259,7 +262,7 @@ def load_results(out_dir: str | Path, table: str = "runs", expand: bool = True) 
         raise FileNotFoundError(f"no results in {out_dir} (expected {path})")
     if table not in ("runs", "searches", "trajectories", "compiles", "meta"):
         raise ValueError(f"unknown table {table!r}; one of runs, searches, trajectories, compiles, meta")
-    store = Store(Path(out_dir))
+    store = Store(Path(out_dir), verify=[table] if table in CHECKED else [])  # the rows it returns
     try:
         frame = store.table(table)
     finally:

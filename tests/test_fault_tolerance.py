@@ -197,8 +197,13 @@ def _changed_trajectory(path):
         db.execute("""UPDATE trajectories SET metrics = '{"accuracy": 1.0}' WHERE rowid = 3""")
 
 
-@pytest.mark.parametrize("damage", [_garbage, _truncated, _changed_value, _changed_trajectory])
-def test_damaged_results_file_is_reported_quarantined_and_recomputed(tmp_path, capsys, caplog, linear_done, damage):
+@pytest.mark.parametrize(
+    "damage, table",
+    [(_garbage, "runs"), (_truncated, "runs"), (_changed_value, "runs"), (_changed_trajectory, "trajectories")],
+)
+def test_damaged_results_file_is_reported_quarantined_and_recomputed(
+    tmp_path, capsys, caplog, linear_done, damage, table
+):
     done, expected = linear_done
     out = tmp_path / "out"
     shutil.copytree(done, out)
@@ -206,9 +211,9 @@ def test_damaged_results_file_is_reported_quarantined_and_recomputed(tmp_path, c
     damaged = (out / FILENAME).read_bytes()
 
     with pytest.raises(StoreError, match="unreadable or corrupted") as err:  # reads never use bad rows
-        jaxmem.load_results(out)
+        jaxmem.load_results(out, table)
     assert str(out / FILENAME) in str(err.value) and "rerun `jaxmem run`" in str(err.value)
-    assert main(["status", str(out)]) == 4
+    assert main(["report", str(out)]) == 4
     message = capsys.readouterr().err
     assert message.startswith("jaxmem: error: results file") and message.count("\n") == 1
     assert (out / FILENAME).read_bytes() == damaged  # a read moves nothing
