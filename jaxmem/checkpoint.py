@@ -90,10 +90,15 @@ class SlotCheckpoints:
 def file_hashes(step_dir: Path) -> dict[str, str]:
     """sha256 of every file of a checkpoint step (its manifest aside), by relative path."""
     return {
-        str(path.relative_to(step_dir)): hashlib.sha256(path.read_bytes()).hexdigest()
+        str(path.relative_to(step_dir)): _sha256(path)
         for path in sorted(step_dir.rglob("*"))
         if path.is_file() and not path.name.startswith(MANIFEST)
     }
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()  # streamed: array files may be large
 
 
 def verify(step_dir: Path) -> None:

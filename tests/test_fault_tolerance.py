@@ -3,6 +3,7 @@ and the output folder's lease across hosts. Interrupted sweeps must end with exa
 uninterrupted run: none missing, none twice, every value equal (timing columns aside)."""
 
 import contextlib
+import dataclasses
 import json
 import logging
 import multiprocessing
@@ -308,7 +309,7 @@ def test_an_intact_checkpoint_restores_the_newest(tmp_path):
 def write_lease(out, host=OTHER_HOST, pid=4242, age=12.0) -> Lease:
     lease = Lease(host, pid, time.time() - age, "f" * 32)
     out.mkdir(parents=True, exist_ok=True)
-    (out / ".lock").write_text(json.dumps(lease.__dict__))
+    (out / ".lock").write_text(json.dumps(dataclasses.asdict(lease)))
     return lease
 
 
