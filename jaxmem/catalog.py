@@ -6,19 +6,23 @@ import math
 from collections import Counter
 from pathlib import Path
 
-import jax
-import numpy as np
-
+from jaxmem import memory
+from jaxmem.distributed import DistributedError
+from jaxmem.executor import abstract_state, nbytes
 from jaxmem.experiments import EXPERIMENTS
 from jaxmem.experiments.base import REQUIRED
+from jaxmem.expr import evaluate
 from jaxmem.lock import LockError, lock_state
+from jaxmem.memory import OutOfMemory
+from jaxmem.plan import ladder, padded_config, padding_waste
+from jaxmem.progress import Progress
 from jaxmem.spec import SpecError, SweepSpec, is_file, load
 from jaxmem.store import FILENAME, StoreError, load_results
 
 SWEEP_DIRS = (Path.cwd() / "sweeps", Path(__file__).resolve().parents[1] / "sweeps")
 
-USER_ERRORS = (SpecError, LockError, StoreError, FileNotFoundError)
-_EXIT_CODES = {SpecError: 2, FileNotFoundError: 2, LockError: 3, StoreError: 4}
+USER_ERRORS = (SpecError, LockError, StoreError, FileNotFoundError, DistributedError, OutOfMemory)
+_EXIT_CODES = {SpecError: 2, FileNotFoundError: 2, LockError: 3, StoreError: 4, DistributedError: 5, OutOfMemory: 6}
 
 
 def exit_code(err: Exception) -> int:
@@ -62,46 +66,67 @@ def listing() -> str:
     return "\n".join(lines)
 
 
-def dry_run(spec: SweepSpec) -> str:
-    """The plan of the first round: buckets, runs, slots, padding waste, FLOPs and memory per chunk."""
+def dry_run(spec: SweepSpec, memory_cap: float | int = memory.DEFAULT_CAP, compile: bool = False) -> str:
+    """The plan: the buckets of the first round with their chunks, slots, padding waste, FLOPs and
+    memory per chunk, and the compile count. Without `compile` nothing is compiled and the memory is
+    the run state's (exact, but a lower bound: XLA's temporaries are known only after compiling)."""
     from jaxmem.driver import Sweep
-    from jaxmem.plan import padding_waste
-    from jaxmem.program import make_segment
 
-    sweep = Sweep(spec, Path("."), _NoStore(), None)
+    sweep = Sweep(spec, Path("."), _NoStore(), Progress(quiet=True), memory_cap=memory_cap)
     sweep.refresh()
-    exp, groups = sweep.exp, {}
+    groups: dict = {}
     for run in sweep.pending.values():
-        groups.setdefault(sweep.bucket_for(run), []).append(exp.complete(run.config))
-    devices = jax.local_devices()
+        groups.setdefault(sweep.bucket_for(run), []).append(run)
+    device, n = sweep.devices[0], len(sweep.devices)
     lines = [
         f"sweep {spec.name} [{spec.preset or 'base'}]: {len(spec.points)} points x {len(spec.seeds)} seeds x "
         f"{len(spec.train.learning_rates)} learning rates; {len(spec.skipped)} impossible points skipped",
-        f"first round: {len(sweep.pending)} runs in {len(groups)} buckets (one compile each) on "
-        f"{len(devices)} {devices[0].platform} device(s)",
+        f"first round: {len(sweep.pending)} runs in {len(groups)} buckets on {n} {device.platform} device(s); "
+        f"compiles: {len(groups)} now, at most {_compile_bound(sweep)} over the sweep",
+        f"memory budget: {sweep.budget / 2**30:.2f} GiB per device ({_cap(memory_cap, device)})",
     ]
-    for bucket, configs in groups.items():
-        flops = [exp.flops_per_step(c) for c in configs]
-        slots = sweep.slots_for(bucket, next(r for r in sweep.pending.values() if sweep.bucket_for(r) == bucket))
-        segment, init_all = make_segment(exp, bucket.shape_dict, sweep.settings)
-        state = jax.eval_shape(
-            init_all, np.zeros(slots, np.int32), np.zeros(slots, np.int32), _dyn(exp, configs[0], slots)
-        )
-        state_bytes = sum(math.prod(a.shape) * a.dtype.itemsize for a in jax.tree.leaves(state))
+    for bucket, runs in groups.items():
+        slots = sweep.slots_for(bucket, runs[0])
+        if compile:
+            program = sweep.compile_bucket(bucket, runs[0], slots)
+            slots = program.slots
+            used = f"{program.peak_bytes / 2**20:.2f} MiB per device (XLA's memory analysis)"
+        else:
+            state = nbytes(abstract_state(sweep.exp, bucket, sweep.settings, slots // n, runs[0]))
+            used = f">= {state / 2**20:.2f} MiB per device (estimated: the run state; --compile adds temporaries)"
+        configs = [sweep.exp.complete(r.config) for r in runs]
+        flops = slots * sweep.exp.flops_per_step(padded_config(bucket, configs[0])) * spec.train.steps
+        waste = padding_waste(sweep.exp, bucket, configs)
         lines.append(
-            f"  bucket {bucket.id} ({bucket.label()}): {len(configs)} runs, {slots} slots, padding waste "
-            f"{padding_waste(exp, bucket, configs):.2f}x, {sum(flops) * spec.train.steps:.2e} FLOPs, "
-            f"state {state_bytes / 2**20:.1f} MiB per chunk"
+            f"  bucket {bucket.id} ({bucket.label()}): {len(runs)} runs in {math.ceil(len(runs) / slots)} chunk(s) "
+            f"of {slots} slots ({slots // n} per device), padding waste {waste:.2f}x; "
+            f"per chunk {flops:.2e} FLOPs (at most: runs stopping early use fewer), {used}"
         )
     for skipped in spec.skipped:
         lines.append(f"  skipped: {skipped}")
     return "\n".join(lines)
 
 
-def _dyn(exp, config, slots):
-    from jaxmem.program import dyn_arrays
+def _compile_bound(sweep) -> int | str:
+    """Buckets the sweep can reach: every point's, and for a search every padded value of its variable
+    inside the initial bracket (a search that expands its bracket may add more)."""
+    spec, buckets = sweep.spec, set()
+    for unit in sweep.units[:: len(spec.seeds)]:  # buckets do not depend on the seed
+        values: set = {None}
+        if spec.search is not None:
+            lo, hi = (int(evaluate(b, unit.point)) for b in (spec.search.lo, spec.search.hi))
+            if spec.engine.search_pad_ratio <= 1.0:
+                return f"{sum(int(evaluate(spec.search.hi, u.point)) for u in sweep.units)} (one per searched value)"
+            values = {lo, hi} | {v for v in ladder(spec.engine.search_pad_ratio, hi) if lo < v < hi}
+        buckets.update(sweep.bucket_for(sweep._runs_for(unit, v, 0)[0]) for v in values)
+    return len(buckets)
 
-    return dyn_arrays([exp.dynamic(config)] * slots, [1.0] * slots)
+
+def _cap(cap: float | int, device) -> str:
+    memory_kind = "host RAM" if device.platform == "cpu" else "device memory"
+    if isinstance(cap, float):
+        return f"{cap:g} of {memory.device_memory(device) / 2**30:.1f} GiB {memory_kind}; --memory-cap"
+    return "--memory-cap"
 
 
 class _NoStore:
@@ -112,6 +137,9 @@ class _NoStore:
 
     def finished_searches(self):
         return set()
+
+    def add_compile(self, *row):
+        pass
 
 
 def existing_output(out: Path) -> Path:

@@ -20,7 +20,17 @@ import jax
 
 from jaxmem import search as searching
 from jaxmem import __version__
-from jaxmem.executor import BucketRunner, Finished, slots_per_device
+from jaxmem import memory
+from jaxmem.distributed import owned
+from jaxmem.executor import (
+    BucketRunner,
+    Finished,
+    Program,
+    abstract_state,
+    compile_program,
+    nbytes,
+    slots_per_device,
+)
 from jaxmem.experiments import get as get_experiment
 from jaxmem.expr import evaluate
 from jaxmem.lock import OutputLock
@@ -28,6 +38,7 @@ from jaxmem.plan import Bucket, Run, bucket_of, make_run, padded_config, padder,
 from jaxmem.progress import Progress
 from jaxmem.program import Settings
 from jaxmem.reporting import report
+from jaxmem.shards import merge_shards
 from jaxmem.spec import SweepSpec
 from jaxmem.store import Store, StoreError
 from jaxmem.trajectory import on_grid
@@ -61,12 +72,26 @@ class Unit:
 
 
 class Sweep:
-    def __init__(self, spec: SweepSpec, out_dir: Path, store: Store, progress: Progress, devices=None, lease=None):
+    def __init__(
+        self,
+        spec: SweepSpec,
+        out_dir: Path,
+        store: Store,
+        progress: Progress,
+        devices=None,
+        lease=None,
+        part: tuple[int, int] = (0, 1),
+        memory_cap: float | int = memory.DEFAULT_CAP,
+    ):
+        """A sweep, or with `part` = (k, n) process k's share of it (every n-th unit) in a job of n
+        processes. `memory_cap` bounds each program's memory per device (see jaxmem.memory)."""
         self.spec, self.out_dir, self.store, self.progress = spec, out_dir, store, progress
         self.lease: OutputLock | None = lease  # checked at segment ends: stop if another run took the folder
         self.exp = get_experiment(spec.experiment)
         self.devices = list(devices or jax.local_devices())
         self.units = [Unit(p, s) for p in spec.points for s in spec.seeds]
+        self.mine = owned(self.units, *part)  # the units this process runs (all, in a single process)
+        self.budget = memory.budget(self.devices[0], memory_cap)
         self.outcomes = store.finished_runs()
         self.searches_done = store.finished_searches()
         self.runners: dict[str, BucketRunner] = {}
@@ -115,7 +140,7 @@ class Sweep:
     def refresh(self) -> list[dict]:
         """Recompute the pending runs of every open unit; return rows of searches that just finished."""
         pending, finished_searches = {}, []
-        for unit in self.units:
+        for unit in self.mine:
             if self.spec.search is None:
                 runs = [r for r in self._runs_for(unit, None, 0) if r.run_id not in self.outcomes]
             else:
@@ -134,6 +159,11 @@ class Sweep:
             pending.update((r.run_id, r) for r in runs)
         self.pending = pending
         return finished_searches
+
+    def remember(self, runs: dict[str, tuple[bool, bool]], searches: set[str]) -> None:
+        """Count runs and searches finished before, outside this sweep's store, as done."""
+        self.outcomes.update(runs)
+        self.searches_done |= searches
 
     def _search_row(self, unit: Unit, b: searching.Bracket) -> dict:
         """The finished search's row. Its `capacity` is the answer: the largest value that succeeds, or
@@ -199,21 +229,73 @@ class Sweep:
         per_device = slots_per_device(flops, per_round, self.devices[0].platform, self.spec.engine.max_slots)
         return per_device * len(self.devices)
 
-    def _new_runner(self, bucket: Bucket, run: Run) -> BucketRunner:
-        slots = self.slots_for(bucket, run)
-        self.progress.note(f"compiling bucket {bucket.id} ({bucket.label()}) with {slots} slots")
+    def _new_runner(self, bucket: Bucket, run: Run, slots: int | None = None) -> BucketRunner:
         return BucketRunner(
             self.exp,
             bucket,
             self.settings,
-            slots,
+            self.compile_bucket(bucket, run, slots or self.slots_for(bucket, run)),
             run,
-            self.devices,
             self.out_dir / "checkpoints" / bucket.id,
             self.pending.get,
             self.spec.engine.segment_seconds,
-            on_compile=lambda s: self.store.add_compile(bucket.id, bucket.shape_dict, slots, s, time.time()),
         )
+
+    def compile_bucket(self, bucket: Bucket, template: Run, slots: int) -> Program:
+        """The bucket's program with `slots` slots, or with fewer (powers of two per device) while its
+        memory per device is over the budget: first by the size of the run state (known before
+        compiling, a lower bound), then by XLA's memory analysis of the compiled program, or when XLA
+        runs out of memory compiling it. One slot per device is compiled whatever its memory."""
+        n = len(self.devices)
+        state = nbytes(abstract_state(self.exp, bucket, self.settings, slots // n, template))
+        slots = memory.fitting_slots(slots // n, state, self.budget) * n
+        while True:
+            self.progress.note(f"compiling bucket {bucket.id} ({bucket.label()}) with {slots} slots")
+            try:
+                program = compile_program(self.exp, bucket, self.settings, slots, template, self.devices)
+            except Exception as err:
+                if not memory.is_out_of_memory(err) or slots <= n:
+                    raise
+                reason, slots = f"out of memory compiling it ({_first_line(err)})", slots // 2
+            else:
+                self.store.add_compile(bucket.id, bucket.shape_dict, slots, program.seconds, time.time())
+                fitting = memory.fitting_slots(slots // n, program.peak_bytes, self.budget) * n
+                if fitting == slots:
+                    return program
+                reason = (
+                    f"{program.peak_bytes / 2**20:.1f} MiB per device with {slots} slots is over the memory "
+                    f"budget of {self.budget / 2**20:.1f} MiB"
+                )
+                slots = fitting
+            self.progress.note(f"bucket {bucket.id}: {reason}; recompiling with {slots} slots")
+
+    def _split(self, runner: BucketRunner, err: Exception) -> None:
+        """Replace a bucket that ran out of device memory by one with half its slots; its runs (in the
+        slots and queued) start again there, from scratch: none is lost."""
+        runs = [r for r in runner.slots if r is not None] + list(runner.queue)
+        if runner.n_slots <= len(self.devices):
+            raise memory.OutOfMemory(
+                f"bucket {runner.bucket.id} ({runner.bucket.label()}) does not fit in device memory with one run "
+                f"per device: {_first_line(err)}"
+            ) from err
+        runner.close()
+        self.progress.note(
+            f"bucket {runner.bucket.id}: out of memory with {runner.n_slots} slots ({_first_line(err)}); "
+            f"retrying its {len(runs)} runs with {runner.n_slots // 2} slots"
+        )
+        self.runners[runner.bucket.id] = replacement = self._new_runner(runner.bucket, runs[0], runner.n_slots // 2)
+        for run in runs:
+            replacement.enqueue(run)
+
+    def _step(self, runner: BucketRunner):
+        """One segment of `runner` (see BucketRunner.step), or None if it ran out of memory and was split."""
+        try:
+            return runner.step()
+        except Exception as err:
+            if not memory.is_out_of_memory(err):
+                raise
+            self._split(runner, err)
+            return None
 
     # -- main loop -----------------------------------------------------------------------------------
     def run(self) -> None:
@@ -226,13 +308,16 @@ class Sweep:
             self.progress.update(
                 done=len(self.outcomes),
                 pending=len(self.pending),
-                searches=(len(self.searches_done), len(self.units) if self.spec.search else 0),
+                searches=(len(self.searches_done), len(self.mine) if self.spec.search else 0),
             )
             if not active:
                 break
             runner = active[self.turn % len(active)]
             self.turn += 1
-            finished, trajectory, steps = runner.step()
+            segment = self._step(runner)
+            if segment is None:
+                continue
+            finished, trajectory, steps = segment
             self.store.add_runs(
                 [self._run_row(f, runner) for f in finished],
                 on_grid(trajectory, self.spec.train.eval_every, self.spec.engine.trajectory_per_decade),
@@ -301,6 +386,10 @@ class Sweep:
             raise Interrupted(self.stop_signal)
 
 
+def _first_line(err: Exception) -> str:
+    return str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
+
+
 def _describe(run: Run) -> str:
     return f"seed={run.seed}, lr={run.lr:g}" + (f", value={run.value}" if run.value is not None else "")
 
@@ -326,34 +415,61 @@ def claim(store: Store, spec: SweepSpec) -> None:
     )
 
 
-def run_sweep(spec: SweepSpec, out_dir: Path, quiet: bool = False, devices=None) -> Path:
+def run_sweep(
+    spec: SweepSpec, out_dir: Path, quiet: bool = False, devices=None, memory_cap: float | int = memory.DEFAULT_CAP
+) -> Path:
     """Run (or resume) a sweep into `out_dir`, then write its report; returns the report path."""
     out_dir = Path(out_dir)
     with OutputLock(out_dir) as lock:
-        store = Store(out_dir, repair=True)
-        if store.quarantined:  # in-flight runs restart: their earlier trajectory rows were in the damaged file
-            shutil.rmtree(out_dir / "checkpoints", ignore_errors=True)
+        store = open_store(out_dir, spec, remove_shards=True)
         try:
-            claim(store, spec)
-            progress = Progress(quiet=quiet, title=f"{spec.name} [{spec.preset or 'base'}]")
-            for skipped in spec.skipped:
-                progress.note(f"skipped impossible point: {skipped}")
-            sweep = Sweep(spec, out_dir, store, progress, devices, lease=lock)
-            started = time.time()
-            previous = float(store.meta().get("elapsed_s", 0.0))
-            handlers = {s: signal.signal(s, sweep.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
-            try:
-                with progress:
-                    sweep.run()
-            finally:
-                for s, h in handlers.items():
-                    signal.signal(s, h)
-                store.set_meta(
-                    {
-                        "elapsed_s": str(previous + time.time() - started),
-                        "device": f"{sweep.devices[0].platform} x{len(sweep.devices)} ({sweep.devices[0].device_kind})",
-                    }
-                )
+            execute(spec, out_dir, store, quiet, devices, lease=lock, memory_cap=memory_cap)
         finally:
             store.close()
     return report(out_dir)
+
+
+def open_store(work_dir: Path, spec: SweepSpec, remove_shards: bool = False) -> Store:
+    """The store in `work_dir` bound to `spec`, with the rows of the per-process shards a stopped
+    multi-process run left there merged in (and, with `remove_shards`, the shards deleted)."""
+    store = Store(work_dir, repair=True)
+    if store.quarantined:  # in-flight runs restart: their earlier trajectory rows were in the damaged file
+        shutil.rmtree(work_dir / "checkpoints", ignore_errors=True)
+    try:
+        claim(store, spec)
+        merge_shards(store, work_dir, remove=remove_shards)
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def execute(
+    spec: SweepSpec, out_dir: Path, store: Store, quiet: bool = False, devices=None, prior=None, **options
+) -> None:
+    """Run a sweep (or with `part`, a process's share of it) into an open, claimed `store`, with its
+    checkpoints under `out_dir`; `prior` = (runs, searches) finished before, elsewhere. SIGINT and
+    SIGTERM stop it at the next segment end (Interrupted). `options` go to Sweep."""
+    part = options.get("part", (0, 1))
+    title = f"{spec.name} [{spec.preset or 'base'}]" + (f" process {part[0]}/{part[1]}" if part[1] > 1 else "")
+    progress = Progress(quiet=quiet, title=title)
+    for skipped in spec.skipped:
+        progress.note(f"skipped impossible point: {skipped}")
+    sweep = Sweep(spec, out_dir, store, progress, devices, **options)
+    if prior:
+        sweep.remember(*prior)
+    started = time.time()
+    previous = float(store.meta().get("elapsed_s", 0.0))
+    handlers = {s: signal.signal(s, sweep.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with progress:
+            sweep.run()
+    finally:
+        for s, h in handlers.items():
+            signal.signal(s, h)
+        store.set_meta(
+            {
+                "elapsed_s": str(previous + time.time() - started),
+                "device": f"{sweep.devices[0].platform} x{len(sweep.devices)} ({sweep.devices[0].device_kind})",
+            }
+        )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import math
 import time
 from typing import Callable
 
@@ -17,6 +18,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from jaxmem.checkpoint import SlotCheckpoints
 from jaxmem.experiments.base import Experiment
+from jaxmem.local_checkpoints import LocalSlotCheckpoints
+from jaxmem.memory import peak_bytes
 from jaxmem.plan import Bucket, Run
 from jaxmem.program import Settings, dyn_arrays, make_segment, sharded_segment
 
@@ -53,46 +56,78 @@ class Finished:
     wall: float
 
 
+@dataclasses.dataclass(frozen=True)
+class Program:
+    """A bucket's compiled segment program for a fixed number of slots."""
+
+    run: Callable  # jax.stages.Compiled: (state, dyn, seeds, problem_index, refill, vacant, max_blocks, stop_after)
+    abstract_state: object  # the slots' RunState as ShapeDtypeStructs, sharded over the devices
+    mesh: Mesh
+    slots: int
+    seconds: float  # lowering and compiling (or loading it from the persistent cache)
+    peak_bytes: int  # per device, from XLA's memory analysis
+
+
+def abstract_state(exp: Experiment, bucket: Bucket, settings: Settings, slots: int, template: Run):
+    """The RunState of `slots` slots of the bucket, as ShapeDtypeStructs (traced, nothing compiled)."""
+    _, init_all = make_segment(exp, bucket.shape_dict, settings)
+    seeds = np.full(slots, template.seed, np.int32)
+    dyn = dyn_arrays([exp.dynamic(template.config)] * slots, [template.lr] * slots)
+    return jax.eval_shape(init_all, seeds, seeds, dyn)
+
+
+def nbytes(tree) -> int:
+    return sum(math.prod(a.shape) * a.dtype.itemsize for a in jax.tree.leaves(tree))
+
+
+def compile_program(exp: Experiment, bucket: Bucket, settings: Settings, slots: int, template: Run, devices) -> Program:
+    """Compile the bucket's segment program for `slots` runs, sharded over `devices` (the only compile
+    of a bucket: segment length and early exit are traced arguments)."""
+    start = time.perf_counter()
+    mesh = Mesh(np.array(devices), ("runs",))
+    shard = NamedSharding(mesh, P("runs"))
+    on_mesh = lambda a: jax.ShapeDtypeStruct(np.shape(a), a.dtype, sharding=shard)  # noqa: E731
+    state = jax.tree.map(on_mesh, abstract_state(exp, bucket, settings, slots, template))
+    dyn = dyn_arrays([exp.dynamic(template.config)] * slots, [template.lr] * slots)
+    ints, flags = np.zeros(slots, np.int32), np.zeros(slots, bool)
+    scalar = jax.ShapeDtypeStruct((), np.int32, sharding=NamedSharding(mesh, P()))
+    args = (jax.tree.map(on_mesh, dyn), on_mesh(ints), on_mesh(ints), on_mesh(flags), on_mesh(flags), scalar, scalar)
+    segment, _ = make_segment(exp, bucket.shape_dict, settings, axis="runs")
+    program = sharded_segment(segment, mesh, "runs", settings)
+    compiled = jax.jit(program, donate_argnums=0).lower(state, *args).compile()
+    return Program(compiled, state, mesh, slots, time.perf_counter() - start, peak_bytes(compiled))
+
+
 class BucketRunner:
     def __init__(
         self,
         exp: Experiment,
         bucket: Bucket,
         settings: Settings,
-        slots: int,
+        program: Program,
         template: Run,
-        devices: list,
         checkpoint_dir,
         lookup: Callable[[str], Run | None],
         segment_seconds: float = 2.0,
-        on_compile: Callable[[float], None] = lambda s: None,
     ):
-        self.exp, self.bucket, self.settings = exp, bucket, settings
-        self.n_slots, self.segment_seconds = slots, segment_seconds
+        self.exp, self.bucket, self.settings, self.program = exp, bucket, settings, program
+        slots = self.n_slots = program.slots
+        self.segment_seconds = segment_seconds
         self.slots: list[Run | None] = [None] * slots
         self.wall = np.zeros(slots)
         self.queue: collections.deque[Run] = collections.deque()
         self.queued_ids: set[str] = set()
         self.sec_per_block: float | None = None
+        devices = program.mesh.devices.ravel()
         self.device = f"{devices[0].platform}:{len(devices)}"
-        mesh = Mesh(np.array(devices), ("runs",))
-        self.shard = NamedSharding(mesh, P("runs"))
-        self.replicated = NamedSharding(mesh, P())
+        self.shard = NamedSharding(program.mesh, P("runs"))
+        self.replicated = NamedSharding(program.mesh, P())
         self.dyn = dyn_arrays([exp.dynamic(template.config)] * slots, [template.lr] * slots)
         self.seeds = np.full(slots, template.seed, np.int32)
         self.problem_index = np.full(slots, template.problem_index, np.int32)
-        segment, init_all = make_segment(exp, bucket.shape_dict, settings, axis="runs")
-        self.abstract_state = jax.eval_shape(init_all, self.seeds, self.problem_index, self.dyn)
-        self.abstract_state = jax.tree.map(
-            lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=self.shard), self.abstract_state
-        )
-        start = time.perf_counter()
-        args = self._args(np.ones(slots, bool), np.zeros(slots, bool), 1, slots + 1)
-        program = sharded_segment(segment, mesh, "runs", settings)
-        self.program = jax.jit(program, donate_argnums=0).lower(self.abstract_state, *args).compile()
-        self.compile_seconds = time.perf_counter() - start
-        on_compile(self.compile_seconds)
-        self.checkpoints = SlotCheckpoints(checkpoint_dir)
+        self.abstract_state = program.abstract_state
+        store = SlotCheckpoints if jax.process_count() == 1 else LocalSlotCheckpoints  # orbax saves in lock-step
+        self.checkpoints = store(checkpoint_dir)
         self.state = None
         self._restore(lookup)
 
@@ -153,7 +188,7 @@ class BucketRunner:
             max_blocks = min(max_blocks, self.settings.history - 1)
         stop_after = max(1, self.n_slots // 4) if self.queue else self.n_slots + 1
         start = time.perf_counter()
-        self.state, blocks = self.program(state, *self._args(refill, vacant, max_blocks, stop_after))
+        self.state, blocks = self.program.run(state, *self._args(refill, vacant, max_blocks, stop_after))
         summary = jax.device_get(
             {
                 "done": self.state.done,

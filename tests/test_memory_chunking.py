@@ -1,0 +1,129 @@
+"""Memory-aware chunks: slots bounded by the compiled program's memory, out-of-memory chunks split and retried."""
+
+import dataclasses
+
+import jax
+import pandas as pd
+import pytest
+
+import jaxmem
+from helpers import RESULT_COLUMNS, ROOT, TINY_SPEC
+from jaxmem import driver, memory
+from jaxmem.catalog import dry_run
+from jaxmem.executor import BucketRunner, compile_program
+from jaxmem.experiments import get as get_experiment
+from jaxmem.plan import bucket_of, make_run, padder
+from jaxmem.program import Settings
+from jaxmem.spec import load
+
+MiB = 2**20
+
+
+@pytest.fixture(scope="module")
+def spec(tmp_path_factory):
+    """The tiny capacity sweep with 4 slots per program (so that a split has somewhere to go)."""
+    path = tmp_path_factory.mktemp("spec") / "tiny_4_slots.toml"
+    path.write_text(TINY_SPEC.read_text().replace("[engine]\n", "[engine]\nmax_slots = 4\n"))
+    return load(path)
+
+
+@pytest.fixture(scope="module")
+def reference(spec, tmp_path_factory):
+    out = tmp_path_factory.mktemp("reference")
+    driver.run_sweep(spec, out, quiet=True)
+    return results(out)
+
+
+def results(out) -> tuple[pd.DataFrame, pd.DataFrame]:
+    runs = jaxmem.load_results(out).set_index("run_id").sort_index()[RESULT_COLUMNS]
+    searches = jaxmem.load_results(out, "searches").set_index("unit").sort_index()
+    return runs, searches
+
+
+def compiled_slots(out) -> dict[str, list[int]]:
+    compiles = jaxmem.load_results(out, "compiles")
+    return {b: list(group["slots"]) for b, group in compiles.groupby("bucket", sort=False)}
+
+
+def test_parse_cap_and_fitting_slots():
+    assert memory.parse_cap("0.5") == 0.5 and memory.parse_cap("1") == 1.0
+    assert memory.parse_cap("12GiB") == 12 * 2**30 and memory.parse_cap("500MB") == 500 * 10**6
+    for bad in ("0", "1.5", "-1", "lots", "12XB"):
+        with pytest.raises(ValueError, match="memory cap"):
+            memory.parse_cap(bad)
+    assert memory.fitting_slots(16, peak=10 * MiB, limit=20 * MiB) == 16  # fits
+    assert memory.fitting_slots(16, peak=40 * MiB, limit=20 * MiB) == 8
+    assert memory.fitting_slots(16, peak=100 * MiB, limit=20 * MiB) == 2  # 3.2 -> a power of two below
+    assert memory.fitting_slots(1, peak=100 * MiB, limit=20 * MiB) == 1  # one slot is compiled whatever it needs
+    assert memory.budget(jax.devices()[0], 0.5) == memory.device_memory(jax.devices()[0]) // 2
+    assert memory.budget(jax.devices()[0], 123 * MiB) == 123 * MiB
+
+
+def test_out_of_memory_errors_are_recognised():
+    assert memory.is_out_of_memory(jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 1GiB"))
+    assert not memory.is_out_of_memory(jax.errors.JaxRuntimeError("INTERNAL: something else"))
+    assert not memory.is_out_of_memory(ValueError("RESOURCE_EXHAUSTED"))
+
+
+def test_xla_memory_analysis_grows_with_the_slots():
+    exp = get_experiment("assoc_memory")
+    run = make_run(exp.complete({"model": "mlp", "d": 8, "m": 16, "N": 100}), 0, 0.01, "N", 100, 0)
+    bucket = bucket_of(exp, run.config, padder(2.0))
+    settings = Settings(steps=64, eval_every=32, metric="accuracy", hit_threshold=0.99, stop_threshold=0.99)
+    small, large = (compile_program(exp, bucket, settings, s, run, jax.devices()[:1]) for s in (2, 16))
+    assert 0 < small.peak_bytes < large.peak_bytes
+
+
+def test_slots_are_bounded_by_the_memory_budget(spec, reference, tmp_path, monkeypatch):
+    """Programs that need 1 MiB per slot under a 2.5 MiB budget: each bucket is compiled with 4 slots,
+    found over budget by its memory analysis, and recompiled with 2; the results are the same."""
+    compile = driver.compile_program
+    monkeypatch.setattr(
+        driver, "compile_program", lambda *a: dataclasses.replace(p := compile(*a), peak_bytes=p.slots * MiB)
+    )
+    driver.run_sweep(spec, tmp_path, quiet=True, memory_cap=int(2.5 * MiB))
+    assert set(map(tuple, compiled_slots(tmp_path).values())) == {(4, 2)}
+    runs, searches = results(tmp_path)
+    pd.testing.assert_frame_equal(runs, reference[0])
+    pd.testing.assert_frame_equal(searches, reference[1])
+
+
+def test_a_chunk_out_of_memory_is_split_and_its_runs_retried(spec, reference, tmp_path, monkeypatch, capsys):
+    """The second segment of every 4-slot program (runs in flight) fails with XLA's out-of-memory
+    error: the bucket is rebuilt with 2 slots and every run still finishes, with the same results."""
+    step, calls = BucketRunner.step, {}
+
+    def flaky(runner):
+        calls[runner.bucket.id, runner.n_slots] = calls.get((runner.bucket.id, runner.n_slots), 0) + 1
+        if runner.n_slots == 4 and calls[runner.bucket.id, 4] == 2:
+            assert runner.occupied, "the failing chunk holds runs in flight"
+            raise jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1.00GiB.")
+        return step(runner)
+
+    monkeypatch.setattr(BucketRunner, "step", flaky)
+    driver.run_sweep(spec, tmp_path, quiet=True)
+    assert set(map(tuple, compiled_slots(tmp_path).values())) == {(4, 2)}
+    assert "out of memory with 4 slots" in capsys.readouterr().err
+    runs, searches = results(tmp_path)
+    assert runs.index.is_unique
+    pd.testing.assert_frame_equal(runs, reference[0])
+    pd.testing.assert_frame_equal(searches, reference[1])
+
+
+def test_a_run_that_never_fits_stops_with_a_clear_error(tmp_path, monkeypatch):
+    def always(runner):
+        raise jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1.00GiB.")
+
+    monkeypatch.setattr(BucketRunner, "step", always)
+    with pytest.raises(memory.OutOfMemory, match="does not fit in device memory with one run per device"):
+        driver.run_sweep(load(ROOT / "tests" / "specs" / "tiny_hebbian.toml"), tmp_path, quiet=True)
+
+
+def test_dry_run_prints_chunks_compiles_flops_and_memory(spec):
+    plan = dry_run(spec)
+    assert "first round: 32 runs in 2 buckets" in plan and "compiles: 2 now, at most 2 over the sweep" in plan
+    assert "memory budget:" in plan and "host RAM" in plan
+    assert plan.count("chunk(s) of 4 slots (4 per device)") == 2
+    assert "FLOPs (at most" in plan and "(estimated: the run state" in plan
+    compiled = dry_run(spec, memory_cap=int(2.5 * MiB), compile=True)
+    assert compiled.count("(XLA's memory analysis)") == 2

@@ -1,0 +1,223 @@
+"""Multi-process runs: 2 processes on localhost give the results of one; partition, merge and errors."""
+
+import json
+import signal
+import socket
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import jax
+import numpy as np
+import pandas as pd
+import pytest
+
+import jaxmem
+from helpers import RESULT_COLUMNS, TINY_SPEC, jaxmem_cli
+from jaxmem.cli import main
+from jaxmem.distributed import Cluster, DistributedError, cluster_from, owned
+from jaxmem.driver import EXIT_TERMINATED, run_sweep
+from jaxmem.local_checkpoints import LocalSlotCheckpoints
+from jaxmem.lock import OutputLock
+from jaxmem.shards import merge_shards, shard_dir
+from jaxmem.spec import load
+from jaxmem.store import Store, StoreError
+
+EXIT_DISTRIBUTED = 5
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_job(out, count: int = 2, *extra) -> list:
+    """Start the tiny sweep as `count` processes of one job on localhost (one CPU device each)."""
+    coordinator = f"127.0.0.1:{free_port()}"
+    return [
+        jaxmem_cli(
+            "run",
+            TINY_SPEC,
+            "--out",
+            out,
+            "--quiet",
+            "--coordinator",
+            coordinator,
+            "--num-processes",
+            count,
+            "--process-id",
+            i,
+            *extra,
+        )  # fmt: skip
+        for i in range(count)
+    ]
+
+
+def finish(processes, timeout: float = 300) -> list[tuple[int, str]]:
+    """Wait for every process, reading their outputs together (a full pipe would block a job)."""
+    with ThreadPoolExecutor(len(processes)) as pool:
+        outputs = list(pool.map(lambda p: p.communicate(timeout=timeout)[0], processes))
+    return [(p.returncode, output) for p, output in zip(processes, outputs)]
+
+
+def tables(out) -> dict[str, pd.DataFrame]:
+    return {
+        "runs": jaxmem.load_results(out).set_index("run_id").sort_index()[RESULT_COLUMNS + ["value", "bucket"]],
+        "searches": jaxmem.load_results(out, "searches").set_index("unit").sort_index(),
+        "trajectories": jaxmem.load_results(out, "trajectories").set_index(["run_id", "step"]).sort_index(),
+    }
+
+
+def assert_same_results(out, reference) -> None:
+    got = tables(out)
+    for name, frame in reference.items():
+        pd.testing.assert_frame_equal(got[name], frame, obj=name)
+
+
+@pytest.fixture(scope="module")
+def single(tmp_path_factory):
+    out = tmp_path_factory.mktemp("single")
+    run_sweep(load(TINY_SPEC), out, quiet=True)
+    return tables(out)
+
+
+# -- settings and partition -------------------------------------------------------------------------
+def test_cluster_from_flags_then_environment():
+    env = {"JAXMEM_COORDINATOR": "10.0.0.1:7777", "JAXMEM_NUM_PROCESSES": "4", "JAXMEM_PROCESS_ID": "3"}
+    assert cluster_from(environ={}) is None
+    assert cluster_from(environ=env) == Cluster("10.0.0.1:7777", 4, 3)
+    assert cluster_from("h:1", 2, 0, environ=env) == Cluster("h:1", 2, 0)  # flags win
+    assert cluster_from("h:1", 1, 0, environ={}) is None  # one process: no distributed runtime
+    assert cluster_from("auto", environ={}) == Cluster("auto", None, None)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("h:1", 2, 2), "--process-id 2 is out of range for --num-processes 2 (0 to 1)"),
+        (("h:1", 0, 0), "--num-processes must be >= 1"),
+        (("h:1", 2, None), "missing: --process-id"),
+        (("nohost", 2, 0), "--coordinator must be HOST:PORT"),
+        (("h:99999", 2, 0), "--coordinator must be HOST:PORT"),
+    ],
+)
+def test_bad_settings_are_refused_with_the_reason(args, message):
+    with pytest.raises(DistributedError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        cluster_from(*args, environ={})
+
+
+def test_units_are_partitioned_disjointly_and_completely():
+    units = list(range(11))
+    shares = [owned(units, i, 3) for i in range(3)]
+    assert sorted(u for share in shares for u in share) == units
+    assert [len(s) for s in shares] == [4, 4, 3]
+    assert shares == [owned(units, i, 3) for i in range(3)]
+
+
+# -- the store shards ---------------------------------------------------------------------------------
+def fake_run(run_id: str) -> dict:
+    return {
+        "run_id": run_id, "point": "p", "seed": 0, "lr": 0.1, "config": {"d": 8}, "bucket": "b",
+        "max_metric": 1.0, "diverged": False, "success": True,
+    }  # fmt: skip
+
+
+def make_shard(out, process_id: int, run_ids, fingerprint="f") -> None:
+    directory = shard_dir(out, process_id)
+    directory.mkdir(parents=True)
+    store = Store(directory)
+    store.set_meta({"fingerprint": fingerprint})
+    store.add_runs([fake_run(r) for r in run_ids], [(r, 0, {"loss": 1.0}) for r in run_ids])
+    store.add_compile("b", {"d": 8}, 4, 1.5, 100.0 + process_id)
+    store.close()
+
+
+def test_merging_shards_is_idempotent_and_refuses_another_sweep(tmp_path):
+    make_shard(tmp_path, 0, ["a", "b"])
+    make_shard(tmp_path, 1, ["b", "c"])  # a run stored twice (a resumed job) is merged once
+    store = Store(tmp_path)
+    store.set_meta({"fingerprint": "f"})
+    assert merge_shards(store, tmp_path) == 3
+    assert merge_shards(store, tmp_path) == 0  # again, as after a crash between merge and deletion
+    assert len(store.table("runs")) == 3 and len(store.table("trajectories")) == 3
+    assert len(store.table("compiles")) == 2
+    assert merge_shards(store, tmp_path, remove=True) == 0
+    assert not (tmp_path / "shards").exists()
+    make_shard(tmp_path, 0, ["d"], fingerprint="other")
+    with pytest.raises(StoreError, match="different sweep"):
+        merge_shards(store, tmp_path)
+    store.close()
+
+
+# -- process-local checkpoints ---------------------------------------------------------------------------
+def test_local_checkpoints_round_trip_keep_two_and_skip_a_damaged_one(tmp_path):
+    sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    abstract = {
+        "w": jax.ShapeDtypeStruct((3, 2), np.float32, sharding=sharding),
+        "n": jax.ShapeDtypeStruct((3,), np.int32),
+    }
+    checkpoints = LocalSlotCheckpoints(tmp_path / "c")
+    for step in range(3):
+        checkpoints.save({"w": np.full((3, 2), step, np.float32), "n": np.arange(3, dtype=np.int32)}, {"step": step})
+    assert checkpoints.steps() == [2, 3]
+    state, meta = checkpoints.restore(abstract)
+    assert meta == {"step": 2} and float(state["w"][0, 0]) == 2.0 and state["w"].sharding == sharding
+    archive = tmp_path / "c" / "3" / "state.npz"
+    archive.write_bytes(archive.read_bytes()[:-40])  # truncated
+    state, meta = checkpoints.restore(abstract)
+    assert meta == {"step": 1} and checkpoints.steps() == [2]
+    checkpoints.close(remove=True)
+    assert not (tmp_path / "c").exists()
+
+
+# -- CLI errors -----------------------------------------------------------------------------------------
+def test_out_of_range_process_id_and_unreachable_coordinator_exit_clearly(tmp_path, capsys):
+    base = ["run", str(TINY_SPEC), "--out", str(tmp_path / "out"), "--quiet", "--num-processes", "2"]
+    assert main(base + ["--coordinator", "127.0.0.1:1234", "--process-id", "5"]) == EXIT_DISTRIBUTED
+    assert "--process-id 5 is out of range" in capsys.readouterr().err
+    started = time.time()
+    code = main(base + ["--coordinator", f"127.0.0.1:{free_port()}", "--process-id", "1", "--coordinator-timeout", "2"])
+    assert code == EXIT_DISTRIBUTED and time.time() - started < 30
+    assert "cannot reach the coordinator" in capsys.readouterr().err
+
+
+def test_a_job_on_a_folder_in_use_stops_every_process_with_the_reason(tmp_path):
+    out = tmp_path / "busy"
+    with OutputLock(out):
+        (code0, out0), (code1, out1) = finish(start_job(out), timeout=120)
+    assert code0 == 3 and "in use by another jaxmem run" in out0
+    assert code1 == EXIT_DISTRIBUTED and "process 0: LockError" in out1
+
+
+# -- two processes, one result ----------------------------------------------------------------------------
+def test_two_processes_give_the_results_of_one(tmp_path, single):
+    out = tmp_path / "two"
+    processes = start_job(out)
+    (code0, out0), (code1, out1) = finish(processes)
+    assert code0 == 0, out0
+    assert code1 == 0, out1
+    assert "report:" in out0 and "process 0 merged the results" in out1
+    assert_same_results(out, single)
+    assert not (out / "shards").exists(), "merged shards are deleted"
+    assert set(jaxmem.load_results(out)["device"]) == {"cpu:1"}
+    meta = jaxmem.load_results(out, "meta").set_index("key")["value"]
+    assert "in each of 2 processes" in meta["device"]
+    assert json.loads(meta["resolved_spec"])["experiment"] == "assoc_memory"
+    assert (out / "report.md").is_file()
+
+
+def test_a_stopped_job_resumes_from_its_shards_and_checkpoints(tmp_path, single):
+    """SIGTERM to both processes mid-sweep: each saves and exits 143, process 0 merges what is done
+    and keeps the shards (with the in-flight checkpoints); rerunning the job finishes identically."""
+    out = tmp_path / "stopped"
+    processes = start_job(out)
+    deadline = time.time() + 120
+    while time.time() < deadline and not any((out / "shards").glob("p*/checkpoints/*/*")):
+        time.sleep(0.1)
+    for p in processes:
+        p.send_signal(signal.SIGTERM)
+    assert [code for code, _ in finish(processes)] == [EXIT_TERMINATED, EXIT_TERMINATED]
+    assert len(jaxmem.load_results(out)) > 0, "process 0 merged the runs finished before the stop"
+    assert any((out / "shards").glob("p*/checkpoints/*/*")), "the shards keep their in-flight checkpoints"
+    assert [code for code, _ in finish(start_job(out))] == [0, 0]
+    assert_same_results(out, single)
