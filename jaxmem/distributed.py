@@ -140,6 +140,7 @@ def agree(step: str, status: str = OK, timeout_s: float | None = None) -> None:
 
 
 def owned(items: list, index: int, count: int) -> list:
-    """Process `index`'s share of `items` (every count-th, from its index): deterministic, disjoint,
-    and balanced in count; in a sweep's point-major order each process gets every point's sizes."""
+    """Process `index`'s share of `items` (every count-th, from its index): deterministic, disjoint and
+    balanced in count; neighbours in a sweep's point-major order (seeds of a point, similar sizes) go
+    to different processes, which balances the work too."""
     return items[index::count]

@@ -445,17 +445,24 @@ def open_store(work_dir: Path, spec: SweepSpec, remove_shards: bool = False) -> 
 
 
 def execute(
-    spec: SweepSpec, out_dir: Path, store: Store, quiet: bool = False, devices=None, prior=None, **options
+    spec: SweepSpec,
+    out_dir: Path,
+    store: Store,
+    quiet: bool = False,
+    devices=None,
+    prior=None,
+    lease=None,
+    part: tuple[int, int] = (0, 1),
+    memory_cap: float | int = memory.DEFAULT_CAP,
 ) -> None:
-    """Run a sweep (or with `part`, a process's share of it) into an open, claimed `store`, with its
-    checkpoints under `out_dir`; `prior` = (runs, searches) finished before, elsewhere. SIGINT and
-    SIGTERM stop it at the next segment end (Interrupted). `options` go to Sweep."""
-    part = options.get("part", (0, 1))
+    """Run a sweep (or with `part`, a process's share of it, see Sweep) into an open, claimed `store`,
+    with its checkpoints under `out_dir`; `prior` = (runs, searches) finished before, elsewhere.
+    SIGINT and SIGTERM stop it at the next segment end (Interrupted)."""
     title = f"{spec.name} [{spec.preset or 'base'}]" + (f" process {part[0]}/{part[1]}" if part[1] > 1 else "")
     progress = Progress(quiet=quiet, title=title)
     for skipped in spec.skipped:
         progress.note(f"skipped impossible point: {skipped}")
-    sweep = Sweep(spec, out_dir, store, progress, devices, **options)
+    sweep = Sweep(spec, out_dir, store, progress, devices, lease, part, memory_cap)
     if prior:
         sweep.remember(*prior)
     started = time.time()

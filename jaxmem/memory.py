@@ -88,6 +88,7 @@ def fitting_slots(per_device: int, peak: int, limit: int) -> int:
 
 def is_out_of_memory(err: BaseException) -> bool:
     """Whether `err` is XLA failing to allocate device memory (RESOURCE_EXHAUSTED)."""
+    text = str(err)
     return isinstance(err, jax.errors.JaxRuntimeError) and (
-        "RESOURCE_EXHAUSTED" in str(err) or "ut of memory" in str(err)
+        "RESOURCE_EXHAUSTED" in text or "out of memory" in text.lower()
     )
