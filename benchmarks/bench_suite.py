@@ -172,6 +172,7 @@ class Timed:
     run_s: float
     gflop: float  # useful work: true sizes, live steps
     others: float  # other processes' share of the CPU meanwhile
+    cpu_s: float  # this process's CPU seconds (all threads, compile included): robust to contention
     segments_s: float = math.nan
     slots: int = 1
     note: str = ""
@@ -203,6 +204,7 @@ def time_engine(spec, exp, runs: list[B.RunSpec]) -> tuple[Timed, C.EngineRun]:
         a.run_s,
         useful_gflop(exp, runs, steps),
         cpu.share,
+        cpu.mine_s,
         a.parts[C.SEGMENTS],
         int(a.compiles.slots.max()),
     )
@@ -217,15 +219,17 @@ def time_baseline(name: str, method, exp, runs: list[B.RunSpec], settings, every
     scale = len(runs) / len(subset)
     work = useful_gflop(exp, subset, {o.run_id: o.steps for o in outcomes}) * scale
     note = f"{len(subset)} of {len(runs)} runs measured, run time × {scale:g}" if every > 1 else ""
+    run_s = timing.run_s * scale
     timed = Timed(
         name,
         len(runs),
         timing.compiles,
         timing.compile_s,
-        timing.run_s * scale,
+        run_s,
         work,
         cpu.share,
-        timing.run_s * scale,
+        cpu.mine_s * (timing.compile_s + run_s) / timing.total_s,  # scaled like the wall time
+        run_s,
         note=note,
     )
     return timed, outcomes
@@ -296,6 +300,18 @@ def fmt(x: float, digits: int = 1) -> str:
     return "—" if x is None or math.isnan(x) else f"{x:,.{digits}f}"
 
 
+def occupancy(a: Timed, padding: float) -> str:
+    """What the engine executed beyond the useful work: vacant slots (every slot computes, a run or not)
+    and padding. The runs are alike and never stop early, so they run in ⌈runs / slots⌉ waves."""
+    filled = a.runs / (a.slots * math.ceil(a.runs / a.slots))
+    if math.isnan(padding):
+        return f" ({100 * filled:.0f}% of slot evaluations were runs)"
+    return (
+        f" ({100 * filled:.0f}% of slot-steps were live runs; with the padding it executed "
+        f"{padding / filled:.2f}× the useful FLOPs)"
+    )
+
+
 def family_section(res: dict, peak: float) -> list[str]:
     f, methods, engine = res["family"], res["methods"], res["engine"]
     a = methods[0]
@@ -313,10 +329,10 @@ def family_section(res: dict, peak: float) -> list[str]:
         f"### {f.experiment}\n",
         f"{a.runs} runs ({f.seeds} seeds × lr {list(f.learning_rates)}{grid}) of {config}: {work}. "
         f"Source: {f.source}{''.join(f'; engine.{k} = {v}' for k, v in f.engine.items())}. "
-        f"jaxmem ran them in {a.slots} slots.\n",
+        f"jaxmem ran them in {a.slots} slots{occupancy(a, res['padding'])}.\n",
     ]
     if evaluate_only:
-        cols = ["method", "compiles:", "compile s:", "run s:", "total s:", "runs/s:", "run ÷ (a):", "others' CPU:"]
+        cols = ["method", "compiles:", "compile s:", "run s:", "total s:", "runs/s:", "run ÷ (a):", "CPU s:"]
         rate = lambda m: [fmt(m.runs / m.run_s, 0)]  # noqa: E731
     else:
         cols = [
@@ -329,13 +345,13 @@ def family_section(res: dict, peak: float) -> list[str]:
             "% of peak:",
             "run ÷ (a):",
             "total ÷ (a):",
-            "others' CPU:",
+            "CPU s:",
         ]
         rate = lambda m: [fmt(m.gflops, 2), fmt(100 * m.gflops / peak, 1)]  # noqa: E731
     rows = [
         [m.name, m.compiles, fmt(m.compile_s), fmt(m.run_s, 2), fmt(m.total_s), *rate(m), fmt(m.run_s / a.run_s, 2)]
         + ([] if evaluate_only else [fmt(m.total_s / a.total_s, 2)])
-        + [f"{100 * m.others:.0f}%"]
+        + [f"{fmt(m.cpu_s)} ({100 * m.others:.0f}%)"]
         for m in methods
     ]
     lines += C.md_table(cols, rows)
@@ -462,8 +478,9 @@ def render(info, load, peak, results, cells, scaling: Scaling, args, script_s) -
         "optimizer state donated), `float(metric)` every eval_every; compile = first call of each function.",
         "- **useful GFLOP/s** = Σ runs `flops_per_step(true config)` × steps ÷ run time (compile excluded); "
         "padding and vacant slots are not useful work. **% of peak** against the jitted matmul above.",
-        "- *others' CPU* = CPU time of every other process during the phase, as a share of all cores (from "
-        "/proc/stat): near 0% means uncontended.\n",
+        "- *CPU s* = this process's CPU time during the method (all threads, compile included; it depends "
+        "less on other load than wall time), and in brackets the CPU time of every other process meanwhile "
+        "as a share of all cores (from /proc/stat): near 0% means the timings are uncontended.\n",
         "## Families\n",
     ]
     for res in results:

@@ -40,7 +40,7 @@ def test_md_table_aligns_columns_named_with_a_colon():
 
 
 def _timed(name, runs, run_s, segments_s=None, slots=1):
-    return S.Timed(name, runs, 1, 2.0, run_s, 0.5 * runs, 0.0, segments_s or run_s, slots)
+    return S.Timed(name, runs, 1, 2.0, run_s, 0.5 * runs, 0.0, 3.0, segments_s or run_s, slots)
 
 
 def test_the_report_renders_every_table_from_measurements():
