@@ -72,8 +72,10 @@ def reference_section(out_dir: Path, report_spec: dict, raw_runs, searches, exp:
     agreement = []
     for name in [c for c in table.columns if f"engine_{c}" in table.columns]:
         ref, eng = table[name].astype(float), table[f"engine_{name}"].astype(float)
-        if set(ref.dropna().unique()) <= {0.0, 1.0}:
-            agreement.append([name, f"{int((ref == eng).sum())}/{len(table)} agree", "–"])
+        if ref.isna().all():  # the host has no value (e.g. no W^mm for an instance that is not separable)
+            agreement.append([name, "no host value", "–"])
+        elif set(ref.dropna().unique()) <= {0.0, 1.0}:
+            agreement.append([name, f"{int((ref == eng).sum())}/{int(ref.notna().sum())} agree", "–"])
         else:
             rel = ((eng - ref).abs() / ref.abs().clip(lower=1e-30)).dropna()
             agreement.append([name, f"{len(rel)} compared", f"{rel.max():.2e}" if len(rel) else "–"])
