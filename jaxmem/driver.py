@@ -9,6 +9,7 @@ finished runs are stored and the slots checkpointed.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import shutil
@@ -66,7 +67,7 @@ class Unit:
     point: dict
     seed: int
 
-    @property
+    @functools.cached_property
     def id(self) -> str:
         return f"{point_id(self.point)}/{self.seed}"
 
@@ -96,6 +97,8 @@ class Sweep:
         self.searches_done = store.finished_searches()
         self.runners: dict[str, BucketRunner] = {}
         self.pending: dict[str, Run] = {}
+        self.enqueued: set[str] = set()  # run ids handed to a runner (a runner keeps a run until it finishes)
+        self.run_cache: dict[tuple, list[Run]] = {}  # see _runs_for
         self.turn = 0
         search, train = spec.search, spec.train
         threshold = search.threshold if search else (train.early_stop if train.early_stop is not None else math.inf)
@@ -118,12 +121,17 @@ class Sweep:
 
     # -- what is left to run ---------------------------------------------------------------------
     def _runs_for(self, unit: Unit, value: int | None, round_: int) -> list[Run]:
-        variable = self.spec.search.variable if self.spec.search else None
-        shared = self.exp.same_problem_across
-        return [
-            make_run(unit.point, unit.seed, lr, variable, value, round_, shared)
-            for lr in self.spec.train.learning_rates
-        ]
+        """The unit's runs at `value`, memoised: `refresh` asks for every open unit's runs after every
+        segment, and their ids are hashes (sha1 of JSON) that cost more than a short segment's work."""
+        key = (unit.id, value, round_)
+        if key not in self.run_cache:
+            variable = self.spec.search.variable if self.spec.search else None
+            shared = self.exp.same_problem_across
+            self.run_cache[key] = [
+                make_run(unit.point, unit.seed, lr, variable, value, round_, shared)
+                for lr in self.spec.train.learning_rates
+            ]
+        return self.run_cache[key]
 
     def _probe_outcome(self, unit: Unit, value: int) -> bool | None:
         results = [self.outcomes.get(r.run_id) for r in self._runs_for(unit, value, 0)]
@@ -302,7 +310,9 @@ class Sweep:
         while True:
             self.store.add_searches(self.refresh())
             for run in self.pending.values():
-                self._runner(run).enqueue(run)
+                if run.run_id not in self.enqueued:  # once: its bucket and the runner's checks cost O(slots)
+                    self._runner(run).enqueue(run)
+                    self.enqueued.add(run.run_id)
             self._check_signal()
             active = [r for r in self.runners.values() if r.has_work()]
             self.progress.update(
