@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -35,7 +36,7 @@ RESULTS = Path(__file__).resolve().parent / "RESULTS_assoc_memory.md"
 # -- (a) with light instrumentation of the engine's host side (wrappers only; nothing is changed) --------
 SETUP = "runner setup (compile included)"
 HOST_PARTS = (
-    (BucketRunner, "__init__", SETUP),
+    (driver.Sweep, "_new_runner", SETUP),
     (BucketRunner, "step", "segments (program + device_get + slot bookkeeping)"),
     (BucketRunner, "checkpoint", "checkpoints (orbax save, waits for the previous one)"),
     (BucketRunner, "close", "closing runners (final checkpoint waits, cleanup)"),
@@ -56,21 +57,19 @@ class EngineProbe:
 
         def init(runner, *args, **kwargs):
             original(runner, *args, **kwargs)
+            program = runner.program
             record = buckets.setdefault(
                 runner.bucket.id,
                 {"label": runner.bucket.label(), "shape": runner.bucket.shape_dict, "slots": runner.n_slots,
-                 "compile_s": runner.compile_seconds, "segments": [], "step_s": 0.0},
+                 "compile_s": program.seconds, "segments": [], "step_s": 0.0},
             )  # fmt: skip
-            program = getattr(runner, "program", None)
-            if program is None:
-                return
 
             def program_probe(*args):  # out[1] = blocks run in this segment (read after the sweep)
-                out = program(*args)
+                out = program.run(*args)
                 record["segments"].append(out[1])
                 return out
 
-            runner.program = program_probe
+            runner.program = dataclasses.replace(program, run=program_probe)
 
         return init
 
@@ -350,6 +349,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     started = time.perf_counter()
+    C.cold_compiles()
 
     spec = load(SPEC, PRESET)
     exp = get_experiment(spec.experiment)

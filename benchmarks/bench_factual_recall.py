@@ -37,7 +37,7 @@ import optax
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import baselines as B  # noqa: E402
-from common import cpu_busy, host_memory, log, machine, run_engine  # noqa: E402
+from common import cold_compiles, cpu_busy, host_memory, log, machine, run_engine  # noqa: E402
 
 from jaxmem.experiments import factual_recall as fr  # noqa: E402
 from jaxmem.experiments import get as get_experiment  # noqa: E402
@@ -447,6 +447,7 @@ def main() -> None:
     parser.add_argument("--spec", help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    cold_compiles()
     if args.child:
         return child(args)
 

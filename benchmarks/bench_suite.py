@@ -500,6 +500,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     started, load = time.perf_counter(), [os.getloadavg()]
+    C.cold_compiles()
     info = C.machine()
     C.log(f"machine: {info}; load average {load[0]}")
     peak = B.matmul_peak()

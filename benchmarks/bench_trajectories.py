@@ -152,6 +152,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=8192)
     args = parser.parse_args()
+    C.cold_compiles()
     spec = family(args.steps)
     runs = B.runs_from_spec(spec, EXP)
     a, a_wall, a_compile, points = run_engine(spec)

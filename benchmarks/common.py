@@ -28,6 +28,12 @@ def log(msg: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+def cold_compiles() -> None:
+    """Compile every program for real: JAX's persistent compilation cache (which `jaxmem run` turns on)
+    would turn a measured compile into a disk read."""
+    jax.config.update("jax_enable_compilation_cache", False)
+
+
 # -- the machine -----------------------------------------------------------------------------------------
 def cpu_model() -> str:
     try:
