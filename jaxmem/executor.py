@@ -204,9 +204,10 @@ class BucketRunner:
         )
         elapsed = time.perf_counter() - start
         blocks = int(blocks)
-        if blocks:
+        if blocks:  # a refill adds the new runs' init to the segment: it can only make a block look dearer
             per_block = elapsed / blocks
-            self.sec_per_block = per_block if self.sec_per_block is None else 0.5 * (self.sec_per_block + per_block)
+            if self.sec_per_block is None or not refill.any() or per_block < self.sec_per_block:
+                self.sec_per_block = per_block
         live = ~vacant
         self.wall[live] += elapsed / max(live.sum(), 1)
         steps_taken = int(np.sum((summary["step"] - before)[live]))
