@@ -7,6 +7,7 @@ compile, run and segment seconds, the segments and checkpoints, and a checksum o
 (equal checksums: the change left the results alone). Prints a Markdown table.
 
     python benchmarks/bench_ab.py --base REV [--family ntp_linear] [--set seeds=1024] [--reps 2]
+    python benchmarks/bench_ab.py --base REV --sweep sweeps/nichani24/fig1_mlp.toml [--preset quick]
 """
 
 from __future__ import annotations
@@ -28,17 +29,25 @@ sys.path.insert(0, str(HERE))
 import common as C  # noqa: E402
 
 
-def child(family: str, changes: dict) -> None:
-    """One engine run of the workload; prints one JSON line."""
+def workload(family: str, changes: dict, sweep: str | None, preset: str | None):
+    """The spec to run: a shipped sweep file, or a bench_suite family (or its scaling MLP) with changes."""
+    if sweep:
+        from jaxmem.spec import load
+
+        return load(sweep, preset)
     import bench_suite as S
 
-    from jaxmem.executor import BucketRunner
-
-    C.cold_compiles()
     base = S.FAMILIES[family] if family in S.FAMILIES else S.SCALING.base
     max_slots = changes.pop("max_slots", 0)
     fixed = {k: changes.pop(k) for k in list(changes) if k in base.fixed}
-    spec = dataclasses.replace(base, fixed={**base.fixed, **fixed}, **changes).spec(max_slots=max_slots)
+    return dataclasses.replace(base, fixed={**base.fixed, **fixed}, **changes).spec(max_slots=max_slots)
+
+
+def child(spec) -> None:
+    """One engine run of the workload; prints one JSON line."""
+    from jaxmem.executor import BucketRunner
+
+    C.cold_compiles()
     segments = {"n": 0}
 
     def count(step):
@@ -67,9 +76,9 @@ def child(family: str, changes: dict) -> None:
     )
 
 
-def run_child(tree: Path | None, family: str, changes: dict) -> dict:
+def run_child(tree: Path | None, args: list[str]) -> dict:
     env = dict(os.environ, PYTHONPATH=str(tree)) if tree else {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    cmd = [sys.executable, __file__, "--child", "--family", family, "--changes", json.dumps(changes)]
+    cmd = [sys.executable, __file__, "--child", *args]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -91,13 +100,18 @@ def main() -> None:
     parser.add_argument("--base", default="HEAD", help="git revision of the 'before' tree")
     parser.add_argument("--family", default="ntp_linear", help="a bench_suite family, or 'scaling' (its MLP)")
     parser.add_argument("--set", nargs="*", default=[], help="workload changes: seeds=1024 steps=256 N=64 ...")
+    parser.add_argument("--sweep", help="a sweep file instead of a family (its preset: --preset)")
+    parser.add_argument("--preset")
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--changes", default="{}", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        return child(args.family, json.loads(args.changes))
+        return child(workload(args.family, json.loads(args.changes), args.sweep, args.preset))
     changes = parse_changes(args.set)
+    forwarded = ["--family", args.family, "--changes", json.dumps(changes)]
+    if args.sweep:
+        forwarded += ["--sweep", args.sweep, *(["--preset", args.preset] if args.preset else [])]
     with tempfile.TemporaryDirectory() as tmp:
         archive = subprocess.run(
             ["git", "archive", args.base, "jaxmem"], cwd=HERE.parent, capture_output=True, check=True
@@ -108,9 +122,13 @@ def main() -> None:
         for rep in range(args.reps):
             for name, tree in ((f"before ({args.base})", Path(tmp)), ("after (working tree)", None)):
                 C.log(f"rep {rep + 1}: {name} ...")
-                rows.append((name, os.getloadavg()[0], run_child(tree, args.family, dict(changes))))
-    settings = " ".join(args.set) or "as in bench_suite"
-    print(f"\n{args.family} ({settings}), {time.strftime('%Y-%m-%d %H:%M')}, alternating, {args.reps} each:\n")
+                rows.append((name, os.getloadavg()[0], run_child(tree, forwarded)))
+    what = (
+        f"{args.sweep} [{args.preset or 'base'}]"
+        if args.sweep
+        else f"{args.family} ({' '.join(args.set) or 'as in bench_suite'})"
+    )
+    print(f"\n{what}, {time.strftime('%Y-%m-%d %H:%M')}, alternating, {args.reps} each:\n")
     columns = [
         "tree",
         "load:",
