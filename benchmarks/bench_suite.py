@@ -453,10 +453,11 @@ def interpretation(results: list[dict], cells: list[dict], peak: float) -> list[
         if (c["N"], c["timed"].runs) == (d["N"], d["timed"].runs)
     ]
     if pairs:
-        one_program, default = max(pairs, key=lambda p: p[1].run_s / p[0].run_s)
+        ratios = sorted((d.run_s / c.run_s, d.runs) for c, d in pairs)
         lines.append(
-            f"- The engine's default slot count ({default.slots} here) costs at most "
-            f"{default.run_s / one_program.run_s:.2f}× the run time of all runs in one program (R = {default.runs})."
+            f"- At N = {cells[0]['N']} the engine's default slot count ({pairs[0][1].slots} for this model) takes "
+            f"{ratios[0][0]:.2f}× (R = {ratios[0][1]}) to {ratios[-1][0]:.2f}× (R = {ratios[-1][1]}) the run time of "
+            "all runs in one program."
         )
     return lines + [""]
 
@@ -503,6 +504,11 @@ def render(info, load, peak, results, cells, scaling: Scaling, args, script_s) -
     if cells:
         L += scaling_section(cells, peak, scaling)
     L += interpretation(results, cells, peak)
+    L.append(
+        "The engine overheads these workloads show, the removed ones with before/after measurements "
+        "(`benchmarks/bench_ab.py`) and the others with the change that would remove them, are in "
+        "[OVERHEADS.md](OVERHEADS.md).\n"
+    )
     L.append(f"Benchmark wall time (whole script): {script_s:.0f} s.\n")
     return "\n".join(L)
 

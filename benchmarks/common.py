@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import gc
 import os
 import platform
 import sys
@@ -69,7 +70,9 @@ def cpu_busy() -> float:
 
 class CpuShare:
     """CPU time used by OTHER processes during a phase, as a share of all cores (a contention check):
-    `share` near 0 means the phase's timings are uncontended. `mine_s` = this process's CPU seconds."""
+    `share` near 0 means the phase's timings are uncontended. `mine_s` = this process's CPU seconds.
+    Entering also frees what earlier phases left behind (garbage, JAX's caches of traced and compiled
+    functions), so that phases measured one after another in one process start alike."""
 
     @staticmethod
     def _mine() -> float:
@@ -77,6 +80,8 @@ class CpuShare:
         return t.user + t.system
 
     def __enter__(self):
+        jax.clear_caches()
+        gc.collect()
         self.start, self.busy, self.mine = time.perf_counter(), cpu_busy(), self._mine()
         return self
 
