@@ -454,9 +454,9 @@ def interpretation(results: list[dict], cells: list[dict], peak: float) -> list[
     ]
     if pairs:
         ratios = sorted((d.run_s / c.run_s, d.runs) for c, d in pairs)
-        smallest = min(c["N"] for c in cells)
+        smallest, most = min(c["N"] for c in cells), max(d.slots for _, d in pairs)
         lines.append(
-            f"- At N = {smallest} the engine's default slot count ({pairs[0][1].slots} for this model) takes "
+            f"- At N = {smallest} the engine's default slot count (up to {most} for this model) takes "
             f"{ratios[0][0]:.2f}× (R = {ratios[0][1]}) to {ratios[-1][0]:.2f}× (R = {ratios[-1][1]}) the run time of "
             "all runs in one program."
         )
