@@ -24,9 +24,7 @@ def context_name(j: int, m: int) -> str:
 def probabilities_panel(ax, P: np.ndarray) -> None:
     first = P[:MAX_CONTEXTS]
     shown = np.ma.masked_where(first <= 0, first)
-    cmap = plt.get_cmap("viridis").copy()
-    cmap.set_bad("black")
-    image = ax.imshow(shown, cmap=cmap, vmin=0, aspect="auto")
+    image = ax.imshow(shown, cmap=plt.get_cmap("viridis").with_extremes(bad="black"), vmin=0, aspect="auto")
     ax.set_xticks(range(P.shape[1]), [str(v + 1) for v in range(P.shape[1])])
     ax.set_yticks(range(len(shown)), [context_name(j, len(P)) for j in range(len(shown))])
     ax.set_xlabel("word v")
