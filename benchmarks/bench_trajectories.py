@@ -11,7 +11,7 @@ population model is deterministic, so seeds repeat the work — what is measured
 All three start from the engine's keys and record the same metrics; the final losses are compared.
 Writes benchmarks/RESULTS_trajectories.md and prints it.
 
-    python benchmarks/bench_trajectories.py [--steps N]
+    python benchmarks/bench_trajectories.py [--steps N] [--out PATH]
 """
 
 from __future__ import annotations
@@ -151,6 +151,7 @@ def render(steps, n_runs, rows, agreement, points) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=8192)
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     C.cold_compiles()
     spec = family(args.steps)
@@ -165,7 +166,7 @@ def main() -> None:
         ("(c) per-step Python loop, jitted step", c_wall, c_compile),
     ]
     text = render(args.steps, len(runs), rows, agreement, points)
-    RESULTS.write_text(text)
+    args.out.write_text(text)
     print(text)
 
 
