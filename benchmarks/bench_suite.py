@@ -485,14 +485,18 @@ def render(info, load, peak, results, cells, scaling: Scaling, args, script_s) -
         "## Method\n",
         "- Every run trains exactly `steps` steps (no early stop), evaluating every `eval_every`, so the three "
         "methods do the same work: same keys (`run_key(seed, problem_index)` and per-step batch keys), same "
-        "`init`, `loss`, `optimizer` and `evaluate` of the experiment; (b) and (c) run the unpadded model.",
-        "- **(a)** `jaxmem.driver.run_sweep(spec, tmpdir, quiet=True)` with the default engine settings (slot "
-        "count from the work per step, padding ladder); store writes and checkpoints included, the report "
-        "written at the end excluded. Compile = the store's `compiles` table (AOT, one per bucket).",
+        "`init`, `loss`, `optimizer` and `evaluate` of the experiment, every metric computed at every evaluation "
+        "(as the engine records them); (b) and (c) run the unpadded model. The final metrics differ only by float "
+        "rounding (padded and batched against unpadded single-run computations), which can move a run that "
+        "sits on a decision boundary.",
+        "- **(a)** `jaxmem.driver.run_sweep(spec, tmpdir, quiet=True)` with the sweep's engine settings, default "
+        "otherwise (slot count from the work per step, padding ladder); store writes and checkpoints included, "
+        "the report written at the end excluded. Compile = the store's `compiles` table (AOT, one per bucket).",
         "- **(b)** `baselines.run_while_loops`: one jitted `while (not done) { fori_loop(eval_every steps); "
         "evaluate }` per run, AOT-compiled once per shape (timed apart), the runs one after another.",
         "- **(c)** `baselines.run_python_loops`: `for step in range(steps)` around a jitted step (params and "
-        "optimizer state donated), `float(metric)` every eval_every; compile = first call of each function.",
+        "optimizer state donated), the metrics read on the host every eval_every; compile = first call of each "
+        "function.",
         "- **useful GFLOP/s** = Σ runs `flops_per_step(true config)` × steps ÷ run time (compile excluded); "
         "padding and vacant slots are not useful work. **% of peak** against the jitted matmul above.",
         "- *CPU s* = this process's CPU time during the method (all threads, compile included; it depends "
