@@ -155,7 +155,7 @@ SCALING = Scaling(
     sizes=(64, 256, 1024),
     budget=250.0,
 )
-QUICK_SCALING = Scaling(dataclasses.replace(SCALING.base, steps=64), runs=(1, 4, 16), sizes=(64,), budget=5.0)
+QUICK_SCALING = Scaling(dataclasses.replace(SCALING.base, steps=64), runs=(1, 16), sizes=(64,), budget=5.0)
 
 
 # -- measuring ---------------------------------------------------------------------------------------------
