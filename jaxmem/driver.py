@@ -352,7 +352,7 @@ class Sweep:
 
     def _failed_checks(self, f: Finished) -> list[str]:
         """The experiment's precondition checks the run's problem failed at initialisation (see Experiment)."""
-        return [c for c in self.exp.precondition if f.final.get(c, 1.0) < 0.5] if self.settings.steps else []
+        return self.exp.failed_checks(f.final) if self.settings.steps else []
 
     def _success(self, f: Finished) -> bool:
         return f.best >= self.success_threshold

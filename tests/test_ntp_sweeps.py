@@ -88,7 +88,7 @@ def test_rates_fit_log_and_power_laws_and_trends_count_moves_against():
         }
     )
     runs = pd.DataFrame({"run_id": ["r"], "panel": ["all"], "series": ["all"], "seed": [0]})
-    rates, trends = rate_tables(frame, runs, spec, fields=[])
+    rates, trends = rate_tables(frame, runs, spec)
     norm, gap = rates.set_index("rate").loc["norm"], rates.set_index("rate").loc["gap"]
     assert math.isclose(norm["slope"], 2.5) and math.isclose(norm["ratio"], 1.25) and norm["within"]
     assert norm["from_step"] == 1000 and norm["n"] == 4  # the last decade only

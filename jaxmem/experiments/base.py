@@ -93,6 +93,10 @@ class Experiment:
     host_check: Callable[..., dict] | None = None
     host_figure: Callable[..., Any] | None = None
 
+    def failed_checks(self, metrics: Mapping[str, float]) -> list[str]:
+        """The precondition checks that initialisation-time `metrics` fail (< 0.5; see `precondition`)."""
+        return [c for c in self.precondition if metrics.get(c, 1.0) < 0.5]
+
     def complete(self, config: Config) -> dict:
         """The config with defaults filled in (fields must already be validated)."""
         full = {name: f.default for name, f in self.fields.items() if f.default is not REQUIRED}

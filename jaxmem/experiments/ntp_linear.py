@@ -20,12 +20,13 @@ spec §2.3) and are neither in- nor out-of-support.
 
 Optimisers (spec §3.1), a traced choice (dyn["opt"] = 0, 1, 2; all three share one bucket and one
 program: the Adam moments are carried and updated for every run, the update is selected by
-jnp.where — a few V×d arrays, negligible), each at step size `lr × eta`, where `eta` defaults to
+jnp.select — a few V×d arrays, negligible), each at step size `lr × eta`, where `eta` defaults to
 the paper's step for that optimiser (GD 0.5, NGD 0.01, Adam 0.01) so that one sweep's
-`learning_rates = [1.0]` reproduces Figs 4–5 while grid-ing over the optimiser:
-- `gd`: optax.sgd; `ngd`: W ← W − η ∇/‖∇‖_F (A6: gradient-norm normalisation, the Frobenius norm over
-  the whole parameter tree), written as `normalize_by_global_norm()` chained with optax.sgd;
-- `adam`: optax.adam with β = (0.9, 0.99), ε = 1e-8, standard bias correction (A7).
+`learning_rates = [1.0]` reproduces Figs 4–5 while grid-ing over the optimiser. The direction is
+scaled by −lr·eta:
+- `gd`: the gradient itself; `ngd`: ∇/‖∇‖_F (A6: gradient-norm normalisation, the Frobenius norm
+  over the whole parameter tree, `normalize_by_global_norm()`);
+- `adam`: optax.scale_by_adam with β = (0.9, 0.99), ε = 1e-8, standard bias correction (A7).
 
 The 2-D toy (`instance = "toy2d"`, spec §2.2, Figs 1–2): the paper's caption cannot be realised
 exactly (spec A10), so the spec's deterministic instance is used: three unit contexts at 90°, 210°,

@@ -74,15 +74,15 @@ def run_trend(run: pd.DataFrame, trend: Trend) -> dict:
     }
 
 
-def rate_tables(frame: pd.DataFrame, runs: pd.DataFrame, spec: TrajectorySpec, fields: list[str]):
+def rate_tables(frame: pd.DataFrame, runs: pd.DataFrame, spec: TrajectorySpec):
     """(rates, trends): one row per (run, rate) and per (run, trend), with run_id, panel and series."""
     rate_rows, trend_rows = [], []
+    by_run = dict(tuple(frame.groupby("run_id", sort=False)))
     for run in runs.to_dict("records"):
-        evaluations = frame[frame["run_id"] == run["run_id"]].sort_values("step")
-        if evaluations.empty:
+        if run["run_id"] not in by_run:
             continue
-        last = evaluations.iloc[-1].to_dict()
-        names = {**names_of(last, fields), **names_of(last, [c for c in evaluations if c not in fields])}
+        evaluations = by_run[run["run_id"]].sort_values("step")
+        names = names_of(evaluations.iloc[-1].to_dict(), list(evaluations.columns))  # config fields and metrics
         label = {"run_id": run["run_id"], "panel": run["panel"], "series": run["series"], "seed": run["seed"]}
         rate_rows += [{**label, **run_rate(evaluations, r, names)} for r in spec.rates]
         trend_rows += [{**label, **run_trend(evaluations, t)} for t in spec.trends]

@@ -46,16 +46,23 @@ def sampled_runs(raw_runs: pd.DataFrame, searches: pd.DataFrame, exp: Experiment
     return picked.drop_duplicates(["point", "seed", "value"]).head(MAX_CHECKS)
 
 
+def problem_of(row: dict, exp: Experiment, variable: str | None) -> tuple:
+    """The arguments (config, seed, point, variable, value) naming a stored run's problem for the
+    experiment's host_check and host_figure."""
+    config = json.loads(row["config"])
+    point = {k: v for k, v in config.items() if k != variable}
+    value = None if variable is None else config[variable]
+    return exp.complete(config), int(row["seed"]), point, variable, value
+
+
 def reference_table(raw_runs: pd.DataFrame, searches: pd.DataFrame, exp: Experiment, variable: str | None):
     """One row per checked run: run_id, seed, value, the host check's numbers and the engine's metrics."""
     rows = []
     for row in sampled_runs(raw_runs, searches, exp).to_dict("records"):
-        config = json.loads(row["config"])
-        point = {k: v for k, v in config.items() if k != variable}
-        value = None if variable is None else config[variable]
-        check = exp.host_check(exp.complete(config), int(row["seed"]), point, variable, value)
+        problem = problem_of(row, exp, variable)
+        check = exp.host_check(*problem)
         engine = {f"engine_{k}": v for k, v in parse_metrics(row["final_metrics"]).items() if k in check}
-        searched = {variable: value} if variable else {}
+        searched = {variable: problem[-1]} if variable else {}
         rows.append({"run_id": row["run_id"], "seed": row["seed"], **searched, **check, **engine})
     return pd.DataFrame(rows)
 
@@ -101,8 +108,5 @@ def instance_figure(out_dir: Path, raw_runs: pd.DataFrame, run_id: str, exp: Exp
     """The experiment's picture of one run's problem (its host_figure), or None."""
     if exp.host_figure is None:
         return None
-    row = raw_runs[raw_runs["run_id"] == run_id].iloc[0]
-    config = json.loads(row["config"])
-    point = {k: v for k, v in config.items() if k != variable}
-    value = None if variable is None else config[variable]
-    return exp.host_figure(Path(out_dir) / INSTANCE_PNG, exp.complete(config), int(row["seed"]), point, variable, value)
+    row = raw_runs[raw_runs["run_id"] == run_id].iloc[0].to_dict()
+    return exp.host_figure(Path(out_dir) / INSTANCE_PNG, *problem_of(row, exp, variable))

@@ -18,8 +18,7 @@ def rejected_runs(raw_runs: pd.DataFrame, exp: Experiment, trains: bool) -> list
         return []
     out = []
     for row in raw_runs.to_dict("records"):
-        metrics = parse_metrics(row["final_metrics"])
-        failed = [c for c in exp.precondition if metrics.get(c, 1.0) < 0.5]
+        failed = exp.failed_checks(parse_metrics(row["final_metrics"]))
         if failed:
             out.append({"run_id": row["run_id"], "seed": row["seed"], "config": row["config"], "failed": failed})
     return out

@@ -111,7 +111,7 @@ def write_trajectory_report(
             escape_name = "escape.png"
         sections.append(escape_section(fits, slope_ratios(fits), spec, escape_name))
     if spec.rates or spec.trends:
-        rates, trends = rate_tables(frame, labelled, spec, traj.fields)
+        rates, trends = rate_tables(frame, labelled, spec)
         rates_path = out_dir / RATES_CSV
         pd.concat([rates, trends], ignore_index=True).to_csv(rates_path, index=False)
         written.append(rates_path)
