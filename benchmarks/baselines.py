@@ -17,9 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxmem.experiments.base import Experiment
-from jaxmem.plan import make_run, point_id
-from jaxmem.program import Settings, batch_key, dyn_arrays, run_key
+from jaxmem.experiments.interface import Experiment
+from jaxmem.plan.buckets import make_run, point_id
+from jaxmem.engine.program import Settings, batch_key, dyn_arrays, run_key
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,7 +32,7 @@ import common as C  # noqa: E402
 def workload(family: str, changes: dict, sweep: str | None, preset: str | None):
     """The spec to run: a shipped sweep file, or a bench_suite family (or its scaling MLP) with changes."""
     if sweep:
-        from jaxmem.spec import load
+        from jaxmem.spec.sweep import load
 
         return load(sweep, preset)
     import bench_suite as S
@@ -45,7 +45,7 @@ def workload(family: str, changes: dict, sweep: str | None, preset: str | None):
 
 def child(spec) -> None:
     """One engine run of the workload; prints one JSON line."""
-    from jaxmem.executor import BucketRunner
+    from jaxmem.engine.executor import BucketRunner
 
     C.cold_compiles()
     segments = {"n": 0}

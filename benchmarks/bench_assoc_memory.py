@@ -22,11 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import baselines as B  # noqa: E402
 import common as C  # noqa: E402
 
-import jaxmem.driver as driver  # noqa: E402
-from jaxmem.executor import BucketRunner  # noqa: E402
-from jaxmem.experiments import get as get_experiment  # noqa: E402
-from jaxmem.spec import load  # noqa: E402
-from jaxmem.store import Store  # noqa: E402
+import jaxmem.driver.sweep as driver  # noqa: E402
+from jaxmem.engine.executor import BucketRunner  # noqa: E402
+from jaxmem.experiments.registry import get as get_experiment  # noqa: E402
+from jaxmem.spec.sweep import load  # noqa: E402
+from jaxmem.persistence.store import Store  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC, PRESET = ROOT / "sweeps/nichani24/fig1_mlp.toml", "quick"

@@ -39,10 +39,10 @@ sys.path.insert(0, str(HERE))
 import baselines as B  # noqa: E402
 from common import cold_compiles, cpu_busy, host_memory, log, machine, run_engine  # noqa: E402
 
-from jaxmem.experiments import factual_recall as fr  # noqa: E402
-from jaxmem.experiments import get as get_experiment  # noqa: E402
-from jaxmem.program import batch_key, run_key  # noqa: E402
-from jaxmem.spec import load  # noqa: E402
+from jaxmem.experiments.nichani24 import factual_recall as fr  # noqa: E402
+from jaxmem.experiments.registry import get as get_experiment  # noqa: E402
+from jaxmem.engine.program import batch_key, run_key  # noqa: E402
+from jaxmem.spec.sweep import load  # noqa: E402
 
 ROOT = HERE.parent
 SPEC = ROOT / "sweeps/nichani24/fig4_tradeoff.toml"

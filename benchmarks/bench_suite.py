@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import baselines as B  # noqa: E402
 import common as C  # noqa: E402
 
-from jaxmem.experiments import get as get_experiment  # noqa: E402
-from jaxmem.plan import Bucket, padded_config  # noqa: E402
-from jaxmem.spec import parse  # noqa: E402
+from jaxmem.experiments.registry import get as get_experiment  # noqa: E402
+from jaxmem.plan.buckets import Bucket, padded_config  # noqa: E402
+from jaxmem.spec.sweep import parse  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 

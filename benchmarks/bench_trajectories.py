@@ -32,10 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import baselines as B  # noqa: E402
 import common as C  # noqa: E402
 
-from jaxmem.experiments import get as get_experiment  # noqa: E402
-from jaxmem.program import run_key  # noqa: E402
-from jaxmem.spec import parse  # noqa: E402
-from jaxmem.store import load_results  # noqa: E402
+from jaxmem.experiments.registry import get as get_experiment  # noqa: E402
+from jaxmem.engine.program import run_key  # noqa: E402
+from jaxmem.spec.sweep import parse  # noqa: E402
+from jaxmem.persistence.store import load_results  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS_trajectories.md"
 EXP = get_experiment("sequential_learning")

@@ -20,9 +20,9 @@ from pathlib import Path
 import jax
 import pandas as pd
 
-import jaxmem.driver as driver
-from jaxmem.executor import BucketRunner
-from jaxmem.store import Store, load_results
+import jaxmem.driver.sweep as driver
+from jaxmem.engine.executor import BucketRunner
+from jaxmem.persistence.store import Store, load_results
 
 
 def log(msg: str) -> None:

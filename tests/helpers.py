@@ -11,8 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmem.experiments import assoc_memory
-from jaxmem.program import Settings, dyn_arrays, make_segment
+from jaxmem.experiments.nichani24 import assoc_memory
+from jaxmem.engine.program import Settings, dyn_arrays, make_segment
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_SPEC = ROOT / "tests" / "specs" / "tiny_mlp.toml"

@@ -10,7 +10,7 @@ import baselines as B  # noqa: E402
 import bench_suite as S  # noqa: E402
 import common as C  # noqa: E402
 
-from jaxmem.experiments import get as get_experiment  # noqa: E402
+from jaxmem.experiments.registry import get as get_experiment  # noqa: E402
 
 
 @pytest.mark.parametrize("name", list(S.FAMILIES))
@@ -30,7 +30,7 @@ def test_every_family_is_a_valid_sweep_of_alike_runs(name):
 
 
 def test_every_shipped_experiment_has_a_family():
-    from jaxmem.experiments import EXPERIMENTS
+    from jaxmem.experiments.registry import SHIPPED as EXPERIMENTS
 
     assert set(EXPERIMENTS) == set(S.FAMILIES)
 

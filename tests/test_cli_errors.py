@@ -8,12 +8,13 @@ from pathlib import Path
 import jax.monitoring
 import pytest
 
-from jaxmem import driver, search
-from jaxmem.cli import main
-from jaxmem.expr import evaluate
-from jaxmem.lock import OutputLock
-from jaxmem.spec import load, parse
-from jaxmem.store import FILENAME, Store
+from jaxmem.driver import sweep as driver
+from jaxmem.driver import search
+from jaxmem.cli.main import main
+from jaxmem.spec.expr import evaluate
+from jaxmem.persistence.lock import OutputLock
+from jaxmem.spec.sweep import load, parse
+from jaxmem.persistence.store import FILENAME, Store
 
 REPO = Path(__file__).resolve().parents[1]
 FIG1 = REPO / "sweeps" / "nichani24" / "fig1_mlp.toml"

@@ -7,7 +7,7 @@ import pytest
 
 import jaxmem
 from helpers import ROOT, jaxmem_cli
-from jaxmem.compile_cache import cache_dir
+from jaxmem.engine.compile_cache import cache_dir
 
 HEBBIAN = ROOT / "tests" / "specs" / "tiny_hebbian.toml"  # eval-only: its two compiles dominate its time
 

@@ -5,8 +5,8 @@ import math
 
 import jaxmem
 from helpers import ROOT, jaxmem_cli
-from jaxmem.cli import main
-from jaxmem.experiments import assoc_memory
+from jaxmem.cli.main import main
+from jaxmem.experiments.nichani24 import assoc_memory
 
 HEBBIAN = ROOT / "tests" / "specs" / "tiny_hebbian.toml"
 
@@ -15,8 +15,8 @@ def hebbian_accuracy(d: int, n: int, seed: int = 0) -> float:
     """Accuracy of the Thm 1 construction computed outside the engine (numpy-free JAX, no padding)."""
     import jax
 
-    from jaxmem.plan import make_run
-    from jaxmem.program import run_key
+    from jaxmem.plan.buckets import make_run
+    from jaxmem.engine.program import run_key
 
     config = assoc_memory.EXPERIMENT.complete({"model": "linear", "init": "hebbian", "d": d, "N": n})
     run = make_run({k: v for k, v in config.items() if k != "N"}, seed, 1.0, "N", n, 0)
@@ -58,9 +58,9 @@ def test_one_compile_per_bucket_and_none_while_running(tmp_path, monkeypatch):
     """Programs compile when a bucket is created; segments, refills and search rounds never recompile."""
     import jax.monitoring
 
-    from jaxmem import executor
-    from jaxmem.driver import run_sweep
-    from jaxmem.spec import load
+    from jaxmem.engine import executor
+    from jaxmem.driver.sweep import run_sweep
+    from jaxmem.spec.sweep import load
     from helpers import TINY_SPEC
 
     compiles, during_segments = [], []

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from jaxmem.expr import FUNCTIONS, ExpressionError, evaluate, names_in
+from jaxmem.spec.expr import FUNCTIONS, ExpressionError, evaluate, names_in
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxmem.experiments import factual_recall as fr
+from jaxmem.experiments.nichani24 import factual_recall as fr
 from helpers import assert_padded_matches, bucket_shape, run_program
 
 EXP = fr.EXPERIMENT
@@ -98,9 +98,9 @@ def test_parameter_count_and_info_bits():
 
 
 def test_tiny_training_run_learns(tmp_path):
-    from jaxmem import spec as specmod
-    from jaxmem.driver import run_sweep
-    from jaxmem.store import load_results
+    from jaxmem.spec import sweep as specmod
+    from jaxmem.driver.sweep import run_sweep
+    from jaxmem.persistence.store import load_results
 
     raw = {
         "experiment": "factual_recall",
@@ -159,10 +159,10 @@ def test_padded_run_with_scaling_equals_unpadded_run():
 
 
 def test_search_row_of_a_square_scaling_counts_bits_at_the_integer_capacity(tmp_path):
-    from jaxmem import spec as specmod
-    from jaxmem.catalog import _NoStore
-    from jaxmem.driver import Sweep, Unit
-    from jaxmem.search import Bracket
+    from jaxmem.spec import sweep as specmod
+    from jaxmem.cli.views import _NoStore
+    from jaxmem.driver.sweep import Sweep, Unit
+    from jaxmem.driver.search import Bracket
 
     raw = {
         "experiment": "factual_recall",
@@ -180,10 +180,10 @@ def test_search_row_of_a_square_scaling_counts_bits_at_the_integer_capacity(tmp_
 
 
 def test_search_row_counts_parameters_at_the_capacity_of_a_searched_width(tmp_path):
-    from jaxmem import spec as specmod
-    from jaxmem.catalog import _NoStore
-    from jaxmem.driver import Sweep, Unit
-    from jaxmem.search import Bracket
+    from jaxmem.spec import sweep as specmod
+    from jaxmem.cli.views import _NoStore
+    from jaxmem.driver.sweep import Sweep, Unit
+    from jaxmem.driver.search import Bracket
 
     raw = {
         "experiment": "factual_recall",

@@ -22,12 +22,13 @@ import pytest
 
 import jaxmem
 from helpers import ROOT
-from jaxmem import driver, lock as locking
-from jaxmem.checkpoint import MANIFEST, SlotCheckpoints
-from jaxmem.cli import main
-from jaxmem.lock import LEASE_TIMEOUT, Lease, LockError, OutputLock, lock_state, parse_lease, read_lease, stale_reason
-from jaxmem.spec import load
-from jaxmem.store import FILENAME, Store, StoreError
+from jaxmem.driver import sweep as driver
+from jaxmem.persistence import lock as locking
+from jaxmem.persistence.checkpoints import MANIFEST, SlotCheckpoints
+from jaxmem.cli.main import main
+from jaxmem.persistence.lock import LEASE_TIMEOUT, Lease, LockError, OutputLock, lock_state, parse_lease, read_lease, stale_reason
+from jaxmem.spec.sweep import load
+from jaxmem.persistence.store import FILENAME, Store, StoreError
 
 KILL_SPEC = ROOT / "tests" / "specs" / "tiny_kill.toml"
 LINEAR_SPEC = ROOT / "tests" / "specs" / "tiny_linear.toml"
@@ -92,7 +93,7 @@ def forkserver():
     persistent compilation cache a killed-and-resumed run costs about a second. They run the real
     `jaxmem run` entry point and are killed with SIGKILL, as `kill -9` would."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["jaxmem.cli", "jaxmem.driver", __name__])
+    context.set_forkserver_preload(["jaxmem.cli.main", "jaxmem.driver.sweep", __name__])
     return context
 
 

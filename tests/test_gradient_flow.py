@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import jaxmem
-from jaxmem.driver import run_sweep
-from jaxmem.spec import SpecError, parse
+from jaxmem.driver.sweep import run_sweep
+from jaxmem.spec.sweep import SpecError, parse
 
 
 def flow_spec(eval_every: int, steps: int = 40, **train):

@@ -13,8 +13,8 @@ from jaxmem.report.final_metrics import best_runs, capacity_metrics_table, expan
 from jaxmem.report.heatmap import heatmap_cells, heatmap_spec, overlay_line, point_cells
 from jaxmem.report.heatmap_plot import boundary_path, cell_edges
 from jaxmem.report.tradeoff import analyse
-from jaxmem.reporting import report
-from jaxmem.store import Store
+from jaxmem.report.from_store import report
+from jaxmem.persistence.store import Store
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 HS = (1, 2, 4, 8, 16)
@@ -80,7 +80,7 @@ def grid_runs(seeds=(0, 1)):
 
 
 def expanded(raw):
-    from jaxmem.store import expand_config
+    from jaxmem.persistence.store import expand_config
 
     return expand_final_metrics(expand_config(raw))
 

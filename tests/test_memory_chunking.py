@@ -8,13 +8,14 @@ import pytest
 
 import jaxmem
 from helpers import RESULT_COLUMNS, ROOT, TINY_SPEC
-from jaxmem import driver, memory
-from jaxmem.catalog import dry_run
-from jaxmem.executor import BucketRunner, compile_program
-from jaxmem.experiments import get as get_experiment
-from jaxmem.plan import bucket_of, make_run, padder
-from jaxmem.program import Settings
-from jaxmem.spec import load
+from jaxmem.driver import sweep as driver
+from jaxmem.engine import device_memory
+from jaxmem.cli.views import dry_run
+from jaxmem.engine.executor import BucketRunner, compile_program
+from jaxmem.experiments.registry import get as get_experiment
+from jaxmem.plan.buckets import bucket_of, make_run, padder
+from jaxmem.engine.program import Settings
+from jaxmem.spec.sweep import load
 
 MiB = 2**20
 
@@ -46,23 +47,23 @@ def compiled_slots(out) -> dict[str, list[int]]:
 
 
 def test_parse_cap_and_fitting_slots():
-    assert memory.parse_cap("0.5") == 0.5 and memory.parse_cap("1") == 1.0
-    assert memory.parse_cap("12GiB") == 12 * 2**30 and memory.parse_cap("500MB") == 500 * 10**6
+    assert device_memory.parse_cap("0.5") == 0.5 and device_memory.parse_cap("1") == 1.0
+    assert device_memory.parse_cap("12GiB") == 12 * 2**30 and device_memory.parse_cap("500MB") == 500 * 10**6
     for bad in ("0", "1.5", "-1", "lots", "12XB"):
         with pytest.raises(ValueError, match="memory cap"):
-            memory.parse_cap(bad)
-    assert memory.fitting_slots(16, peak=10 * MiB, limit=20 * MiB) == 16  # fits
-    assert memory.fitting_slots(16, peak=40 * MiB, limit=20 * MiB) == 8
-    assert memory.fitting_slots(16, peak=100 * MiB, limit=20 * MiB) == 2  # 3.2 -> a power of two below
-    assert memory.fitting_slots(1, peak=100 * MiB, limit=20 * MiB) == 1  # one slot is compiled whatever it needs
-    assert memory.budget(jax.devices()[0], 0.5) == memory.device_memory(jax.devices()[0]) // 2
-    assert memory.budget(jax.devices()[0], 123 * MiB) == 123 * MiB
+            device_memory.parse_cap(bad)
+    assert device_memory.fitting_slots(16, peak=10 * MiB, limit=20 * MiB) == 16  # fits
+    assert device_memory.fitting_slots(16, peak=40 * MiB, limit=20 * MiB) == 8
+    assert device_memory.fitting_slots(16, peak=100 * MiB, limit=20 * MiB) == 2  # 3.2 -> a power of two below
+    assert device_memory.fitting_slots(1, peak=100 * MiB, limit=20 * MiB) == 1  # one slot is compiled whatever it needs
+    assert device_memory.budget(jax.devices()[0], 0.5) == device_memory.device_memory(jax.devices()[0]) // 2
+    assert device_memory.budget(jax.devices()[0], 123 * MiB) == 123 * MiB
 
 
 def test_out_of_memory_errors_are_recognised():
-    assert memory.is_out_of_memory(jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 1GiB"))
-    assert not memory.is_out_of_memory(jax.errors.JaxRuntimeError("INTERNAL: something else"))
-    assert not memory.is_out_of_memory(ValueError("RESOURCE_EXHAUSTED"))
+    assert device_memory.is_out_of_memory(jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 1GiB"))
+    assert not device_memory.is_out_of_memory(jax.errors.JaxRuntimeError("INTERNAL: something else"))
+    assert not device_memory.is_out_of_memory(ValueError("RESOURCE_EXHAUSTED"))
 
 
 def test_xla_memory_analysis_grows_with_the_slots():
@@ -115,7 +116,7 @@ def test_a_run_that_never_fits_stops_with_a_clear_error(tmp_path, monkeypatch):
         raise jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1.00GiB.")
 
     monkeypatch.setattr(BucketRunner, "step", always)
-    with pytest.raises(memory.OutOfMemory, match="does not fit in device memory with one run per device"):
+    with pytest.raises(device_memory.OutOfMemory, match="does not fit in device memory with one run per device"):
         driver.run_sweep(load(ROOT / "tests" / "specs" / "tiny_hebbian.toml"), tmp_path, quiet=True)
 
 

@@ -13,14 +13,14 @@ import pytest
 
 import jaxmem
 from helpers import RESULT_COLUMNS, TINY_SPEC, jaxmem_cli
-from jaxmem.cli import main
-from jaxmem.distributed import Cluster, DistributedError, cluster_from, owned
-from jaxmem.driver import EXIT_TERMINATED, run_sweep
-from jaxmem.local_checkpoints import LocalSlotCheckpoints
-from jaxmem.lock import OutputLock
-from jaxmem.shards import merge_shards, shard_dir
-from jaxmem.spec import load
-from jaxmem.store import Store, StoreError
+from jaxmem.cli.main import main
+from jaxmem.driver.distributed import Cluster, DistributedError, cluster_from, owned
+from jaxmem.driver.sweep import EXIT_TERMINATED, run_sweep
+from jaxmem.persistence.local_checkpoints import LocalSlotCheckpoints
+from jaxmem.persistence.lock import OutputLock
+from jaxmem.persistence.shards import merge_shards, shard_dir
+from jaxmem.spec.sweep import load
+from jaxmem.persistence.store import Store, StoreError
 
 EXIT_DISTRIBUTED = 5
 

@@ -5,9 +5,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxmem.experiments import ntp_linear as nt
-from jaxmem.experiments import ntp_reference as ref
-from jaxmem.plan import problem_index
+from jaxmem.experiments.thrampoulidis24 import ntp_linear as nt
+from jaxmem.experiments.thrampoulidis24 import reference as ref
+from jaxmem.plan.buckets import problem_index
 from helpers import assert_padded_matches, bucket_shape, run_program
 
 EXP = nt.EXPERIMENT

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from jaxmem.experiments import ntp_reference as nr
+from jaxmem.experiments.thrampoulidis24 import reference as nr
 
 LAMBDAS = 10.0 ** -np.arange(1, 11)  # ridge path 1e-1 … 1e-10 (spec §5.6)
 

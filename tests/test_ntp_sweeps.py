@@ -6,12 +6,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from jaxmem import spec as specmod
-from jaxmem.driver import run_sweep
-from jaxmem.experiments import ntp_linear as nt
+from jaxmem.spec import sweep as specmod
+from jaxmem.driver.sweep import run_sweep
+from jaxmem.experiments.thrampoulidis24 import ntp_linear as nt
 from jaxmem.report.rates import rate_tables, rates_section
 from jaxmem.report.trajectory_spec import trajectory_spec
-from jaxmem.store import load_results
+from jaxmem.persistence.store import load_results
 
 SEEDS = [0, 1, 2]
 POINT = {"m": 8, "V": 5, "support": 2}

@@ -8,8 +8,8 @@ import pytest
 
 import jaxmem
 from helpers import RESULT_COLUMNS, TINY_SPEC, jaxmem_cli
-from jaxmem.driver import EXIT_TERMINATED, run_sweep
-from jaxmem.spec import load
+from jaxmem.driver.sweep import EXIT_TERMINATED, run_sweep
+from jaxmem.spec.sweep import load
 
 
 def results(out) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from jaxmem import search
-from jaxmem.search import Bracket
-from jaxmem.spec import SearchSpec
+from jaxmem.driver import search
+from jaxmem.driver.search import Bracket
+from jaxmem.spec.sweep import SearchSpec
 
 FAST = settings(max_examples=150, deadline=None)
 

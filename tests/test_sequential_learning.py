@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxmem.experiments import sequential_learning as sl
+from jaxmem.experiments.nichani24 import sequential_learning as sl
 from helpers import assert_padded_matches, bucket_shape, run_program
 
 EXP = sl.EXPERIMENT

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxmem.spec import SearchSpec, SpecError, TrainSpec, axis_values, load, parse
+from jaxmem.spec.sweep import SearchSpec, SpecError, TrainSpec, axis_values, load, parse
 
 REPO = Path(__file__).resolve().parents[1]
 FIG1 = REPO / "sweeps" / "nichani24" / "fig1_mlp.toml"
@@ -610,7 +610,7 @@ def test_pad_to_max_must_name_integer_fields_that_are_not_searched():
 
 
 def test_pad_to_max_puts_points_that_differ_in_those_sizes_in_one_program():
-    from jaxmem.catalog import dry_run
+    from jaxmem.cli.views import dry_run
 
     raw = base(search=None)
     del raw["search"]

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from jaxmem.cli import main
-from jaxmem.spec import read_toml
+from jaxmem.cli.main import main
+from jaxmem.spec.sweep import read_toml
 
 ROOT = Path(__file__).resolve().parents[1]
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jaxmem.store import FILENAME, RUN_COLUMNS, SEARCH_COLUMNS, Store, StoreError, load_results
+from jaxmem.persistence.store import FILENAME, RUN_COLUMNS, SEARCH_COLUMNS, Store, StoreError, load_results
 
 
 def run_row(run_id, value=16, success=True, diverged=False, **extra):
@@ -246,7 +246,7 @@ def test_garbage_results_file(tmp_path, content):
 def test_store_made_before_final_metrics_is_migrated(tmp_path):
     import sqlite3
 
-    from jaxmem.store import RUN_COLUMNS
+    from jaxmem.persistence.store import RUN_COLUMNS
 
     old_columns = [c for c in RUN_COLUMNS if c != "final_metrics"]
     db = sqlite3.connect(tmp_path / "results.sqlite")

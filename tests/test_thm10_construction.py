@@ -10,7 +10,7 @@ import pytest
 
 import jaxmem
 from helpers import assert_padded_matches, bucket_shape, jaxmem_cli, run_program
-from jaxmem.experiments import thm10_construction as t10
+from jaxmem.experiments.nichani24 import thm10_construction as t10
 
 EXP = t10.EXPERIMENT
 EXACT = lambda n, *_: n  # noqa: E731

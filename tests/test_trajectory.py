@@ -1,6 +1,6 @@
 """Which evaluations a trajectory keeps (jaxmem.trajectory)."""
 
-from jaxmem.trajectory import kept, on_grid
+from jaxmem.plan.trajectory_grid import kept, on_grid
 
 
 def test_every_evaluation_is_kept_without_a_log_grid():

@@ -13,8 +13,8 @@ from jaxmem.report.escape import escape_fits, fit_line
 from jaxmem.report.stages import first_crossing, plateau
 from jaxmem.report.trajectory_data import planned_runs
 from jaxmem.report.trajectory_spec import trajectory_spec
-from jaxmem.reporting import report
-from jaxmem.store import Store, load_results
+from jaxmem.report.from_store import report
+from jaxmem.persistence.store import Store, load_results
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 LR = 0.1
@@ -346,7 +346,7 @@ def test_unknown_metric_or_field_is_an_error(tmp_path):
 def test_search_sweep_with_trajectories_and_an_open_probe(tmp_path):
     """Search sweeps may record trajectories too (capacity files and trajectory files side by side); a
     probe still in flight has no config anywhere (the plan of a search is not known up front)."""
-    from jaxmem.spec import load
+    from jaxmem.spec.sweep import load
 
     resolved = load("tests/specs/tiny_mlp.toml").resolved
     assert planned_runs(resolved).empty

@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from jaxmem.expr import evaluate
-from jaxmem.store import SEARCH_COLUMNS
+from jaxmem.spec.expr import evaluate
+from jaxmem.persistence.store import SEARCH_COLUMNS
 
 # Every column of the searches table except the grid point's own fields (spread from `config`).
 FIXED_COLUMNS = tuple(c for c in SEARCH_COLUMNS if c != "config")

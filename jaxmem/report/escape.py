@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from jaxmem.expr import ExpressionError, evaluate
+from jaxmem.spec.expr import ExpressionError, evaluate
 from jaxmem.report.analysis import group_labels
 from jaxmem.report.stages import crossing_column
 from jaxmem.report.trajectory_data import common_names

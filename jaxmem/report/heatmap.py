@@ -25,9 +25,9 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from jaxmem.expr import evaluate, names_in
+from jaxmem.spec.expr import evaluate, names_in
 from jaxmem.report.final_metrics import best_runs, metric_names
-from jaxmem.store import RUN_COLUMNS
+from jaxmem.persistence.store import RUN_COLUMNS
 
 DEFAULT_THRESHOLD = 0.99
 LINE_POINTS = 100

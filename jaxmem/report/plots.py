@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from jaxmem.expr import evaluate  # noqa: E402
+from jaxmem.spec.expr import evaluate  # noqa: E402
 from jaxmem.report.analysis import (  # noqa: E402
     apply_fit,
     group_columns,

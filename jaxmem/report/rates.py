@@ -18,7 +18,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from jaxmem.expr import ExpressionError, evaluate
+from jaxmem.spec.expr import ExpressionError, evaluate
 from jaxmem.report.escape import fit_line
 from jaxmem.report.markdown import markdown_table
 from jaxmem.report.trajectory_data import names_of

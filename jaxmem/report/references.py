@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from jaxmem.experiments.base import Experiment
+from jaxmem.experiments.interface import Experiment
 from jaxmem.report.final_metrics import parse_metrics
 from jaxmem.report.markdown import markdown_table
 

@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 
-from jaxmem.experiments.base import Experiment
+from jaxmem.experiments.interface import Experiment
 from jaxmem.report.final_metrics import parse_metrics
 from jaxmem.report.markdown import markdown_table
 

@@ -17,7 +17,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from jaxmem.expr import ExpressionError, evaluate, names_in
+from jaxmem.spec.expr import ExpressionError, evaluate, names_in
 from jaxmem.report.trajectory_data import Trajectories, names_of
 from jaxmem.report.trajectory_spec import TrajectorySpec
 

@@ -33,8 +33,8 @@ class Trajectories:
 
 def planned_runs(resolved: dict) -> pd.DataFrame:
     """Run ids and configs of a grid sweep's plan (search sweeps, and specs that no longer parse: empty)."""
-    from jaxmem.plan import make_run
-    from jaxmem.spec import SpecError, parse
+    from jaxmem.plan.buckets import make_run
+    from jaxmem.spec.sweep import SpecError, parse
 
     try:
         spec = parse(resolved, name="report", preset="")

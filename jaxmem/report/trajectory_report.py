@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from jaxmem.expr import ExpressionError, evaluate
+from jaxmem.spec.expr import ExpressionError, evaluate
 from jaxmem.report.analysis import group_labels
 from jaxmem.report.escape import escape_fits, slope_ratios
 from jaxmem.report.escape_plot import plot_escape

@@ -84,7 +84,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from jaxmem.expr import names_in
+from jaxmem.spec.expr import names_in
 
 KEYS = {
     "metrics",

@@ -16,12 +16,12 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from jaxmem.checkpoint import SlotCheckpoints
-from jaxmem.experiments.base import Experiment
-from jaxmem.local_checkpoints import LocalSlotCheckpoints
-from jaxmem.memory import peak_bytes
-from jaxmem.plan import Bucket, Run
-from jaxmem.program import Settings, dyn_arrays, make_segment, sharded_segment
+from jaxmem.persistence.checkpoints import SlotCheckpoints
+from jaxmem.experiments.interface import Experiment
+from jaxmem.persistence.local_checkpoints import LocalSlotCheckpoints
+from jaxmem.engine.device_memory import peak_bytes
+from jaxmem.plan.buckets import Bucket, Run
+from jaxmem.engine.program import Settings, dyn_arrays, make_segment, sharded_segment
 
 # Work per step (FLOPs) one device should hold before more runs stop paying off. On a small CPU one
 # run of moderate size already fills the cores (DESIGN: "What the hardware says").

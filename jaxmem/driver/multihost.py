@@ -17,14 +17,15 @@ from pathlib import Path
 
 import jax
 
-from jaxmem import distributed, memory
-from jaxmem.distributed import OK, DistributedError
-from jaxmem.driver import execute, open_store
-from jaxmem.lock import OutputLock
-from jaxmem.reporting import report
-from jaxmem.shards import finished, merge_shards, shard_dir
-from jaxmem.spec import SweepSpec
-from jaxmem.store import Store
+from jaxmem.driver import distributed
+from jaxmem.engine import device_memory
+from jaxmem.driver.distributed import OK, DistributedError
+from jaxmem.driver.sweep import execute, open_store
+from jaxmem.persistence.lock import OutputLock
+from jaxmem.report.from_store import report
+from jaxmem.persistence.shards import finished, merge_shards, shard_dir
+from jaxmem.spec.sweep import SweepSpec
+from jaxmem.persistence.store import Store
 
 
 def run_process(
@@ -34,7 +35,7 @@ def run_process(
     count: int,
     quiet: bool = False,
     devices=None,
-    memory_cap: float | int = memory.DEFAULT_CAP,
+    memory_cap: float | int = device_memory.DEFAULT_CAP,
 ) -> Path | None:
     """Run process `process_id`'s share of the sweep into `out_dir`; process 0 returns the report path
     once every process is done and the results are merged, the others return None."""

@@ -21,8 +21,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxmem import random as jr
-from jaxmem.experiments.base import Field, bits, experiment_from
+from jaxmem.experiments import draws as jr
+from jaxmem.experiments.interface import Field, bits, experiment_from
 
 MODELS = ("linear", "lowrank", "mlp")
 

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from jaxmem.experiments import get as get_experiment
-from jaxmem.plan import Bucket, padding_waste
+from jaxmem.experiments.registry import get as get_experiment
+from jaxmem.plan.buckets import Bucket, padding_waste
 from jaxmem.report import write_report
 from jaxmem.report.final_metrics import expand_final_metrics
 from jaxmem.report.references import reference_section
 from jaxmem.report.rejected import rejected_section
 from jaxmem.report.trajectory_data import planned_runs
-from jaxmem.spec import TrainSpec
-from jaxmem.store import expand_config, load_results
+from jaxmem.spec.sweep import TrainSpec
+from jaxmem.persistence.store import expand_config, load_results
 
 
 def report(out_dir: str | Path) -> Path:

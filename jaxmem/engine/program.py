@@ -18,7 +18,7 @@ import numpy as np
 import optax
 from jax.sharding import PartitionSpec as P
 
-from jaxmem.experiments.base import Experiment
+from jaxmem.experiments.interface import Experiment
 
 
 class RunState(NamedTuple):

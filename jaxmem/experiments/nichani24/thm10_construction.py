@@ -38,9 +38,9 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxmem import random as jr
-from jaxmem.experiments.base import Field, bits, experiment_from
-from jaxmem.experiments.factual_recall import exact_set, fact_dict, sample
+from jaxmem.experiments import draws as jr
+from jaxmem.experiments.interface import Field, bits, experiment_from
+from jaxmem.experiments.nichani24.factual_recall import exact_set, fact_dict, sample
 
 FIELDS = {
     "S": Field(int, "number of subjects", minimum=None),

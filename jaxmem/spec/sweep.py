@@ -34,9 +34,11 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from jaxmem import expr
-from jaxmem.experiments import EXPERIMENTS, Experiment
-from jaxmem.experiments.base import REQUIRED
+from jaxmem.spec import expr
+from jaxmem.experiments.interface import Experiment
+from jaxmem.experiments.registry import SHIPPED, UnknownExperiment
+from jaxmem.experiments.registry import get as get_experiment
+from jaxmem.experiments.interface import REQUIRED
 
 TOP_LEVEL = {
     "experiment",
@@ -197,7 +199,7 @@ def parse(raw: dict, name: str, preset: str | None = None, source: str = "<spec>
     return SweepSpec(
         name=name,
         preset=preset_name,
-        experiment=exp.name,
+        experiment=merged["experiment"],
         description=merged.get("description", ""),
         points=tuple(points),
         axes=axes,
@@ -245,15 +247,14 @@ def _suggest(word, options) -> str:
 def _experiment(merged, problems) -> Experiment | None:
     name = merged.get("experiment")
     if name is None:
-        problems.append('experiment: missing (e.g. experiment = "assoc_memory")')
+        problems.append('experiment: missing (e.g. experiment = "assoc_memory", or "my_module:EXPERIMENT")')
         return None
-    if not isinstance(name, str) or name not in EXPERIMENTS:
-        problems.append(
-            f"experiment: unknown experiment {name!r}{_suggest(str(name), EXPERIMENTS)}; "
-            f"known: {', '.join(sorted(EXPERIMENTS))}"
-        )
+    try:
+        return get_experiment(name)
+    except UnknownExperiment as err:
+        suggestion = "" if isinstance(name, str) and ":" in name else _suggest(str(name), SHIPPED)
+        problems.append(f"experiment: {err}{suggestion}")
         return None
-    return EXPERIMENTS[name]
 
 
 def _seeds(value, problems) -> tuple[int, ...]:

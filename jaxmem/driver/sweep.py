@@ -19,11 +19,11 @@ from pathlib import Path
 
 import jax
 
-from jaxmem import search as searching
+from jaxmem.driver import search as searching
 from jaxmem import __version__
-from jaxmem import memory
-from jaxmem.distributed import owned
-from jaxmem.executor import (
+from jaxmem.engine import device_memory
+from jaxmem.driver.distributed import owned
+from jaxmem.engine.executor import (
     BucketRunner,
     Finished,
     Program,
@@ -32,17 +32,17 @@ from jaxmem.executor import (
     nbytes,
     slots_per_device,
 )
-from jaxmem.experiments import get as get_experiment
-from jaxmem.expr import evaluate
-from jaxmem.lock import OutputLock
-from jaxmem.plan import Bucket, Run, bucket_of, make_run, padded_config, padder, point_id
-from jaxmem.progress import Progress
-from jaxmem.program import Settings
-from jaxmem.reporting import report
-from jaxmem.shards import merge_shards
-from jaxmem.spec import SweepSpec
-from jaxmem.store import Store, StoreError
-from jaxmem.trajectory import on_grid
+from jaxmem.experiments.registry import get as get_experiment
+from jaxmem.spec.expr import evaluate
+from jaxmem.persistence.lock import OutputLock
+from jaxmem.plan.buckets import Bucket, Run, bucket_of, make_run, padded_config, padder, point_id
+from jaxmem.driver.progress import Progress
+from jaxmem.engine.program import Settings
+from jaxmem.report.from_store import report
+from jaxmem.persistence.shards import merge_shards
+from jaxmem.spec.sweep import SweepSpec
+from jaxmem.persistence.store import Store, StoreError
+from jaxmem.plan.trajectory_grid import on_grid
 
 EXIT_INTERRUPTED = 130
 HISTORY = 128  # evaluations a segment records per slot when trajectories are on
@@ -82,7 +82,7 @@ class Sweep:
         devices=None,
         lease=None,
         part: tuple[int, int] = (0, 1),
-        memory_cap: float | int = memory.DEFAULT_CAP,
+        memory_cap: float | int = device_memory.DEFAULT_CAP,
     ):
         """A sweep, or with `part` = (k, n) process k's share of it (every n-th unit) in a job of n
         processes. `memory_cap` bounds each program's memory per device (see jaxmem.memory)."""
@@ -92,7 +92,7 @@ class Sweep:
         self.devices = list(devices or jax.local_devices())
         self.units = [Unit(p, s) for p in spec.points for s in spec.seeds]
         self.mine = owned(self.units, *part)  # the units this process runs (all, in a single process)
-        self.budget = memory.budget(self.devices[0], memory_cap)
+        self.budget = device_memory.budget(self.devices[0], memory_cap)
         self.outcomes = store.finished_runs()
         self.searches_done = store.finished_searches()
         self.runners: dict[str, BucketRunner] = {}
@@ -256,18 +256,18 @@ class Sweep:
         runs out of memory compiling it. One slot per device is compiled whatever its memory."""
         n = len(self.devices)
         state = nbytes(abstract_state(self.exp, bucket, self.settings, slots // n, template))
-        slots = memory.fitting_slots(slots // n, state, self.budget) * n
+        slots = device_memory.fitting_slots(slots // n, state, self.budget) * n
         while True:
             self.progress.note(f"compiling bucket {bucket.id} ({bucket.label()}) with {slots} slots")
             try:
                 program = compile_program(self.exp, bucket, self.settings, slots, template, self.devices)
             except Exception as err:
-                if not memory.is_out_of_memory(err) or slots <= n:
+                if not device_memory.is_out_of_memory(err) or slots <= n:
                     raise
                 reason, slots = f"out of memory compiling it ({_first_line(err)})", slots // 2
             else:
                 self.store.add_compile(bucket.id, bucket.shape_dict, slots, program.seconds, time.time())
-                fitting = memory.fitting_slots(slots // n, program.peak_bytes, self.budget) * n
+                fitting = device_memory.fitting_slots(slots // n, program.peak_bytes, self.budget) * n
                 if fitting == slots:
                     return program
                 reason = (
@@ -282,7 +282,7 @@ class Sweep:
         slots and queued) start again there, from scratch: none is lost."""
         runs = [r for r in runner.slots if r is not None] + list(runner.queue)
         if runner.n_slots <= len(self.devices):
-            raise memory.OutOfMemory(
+            raise device_memory.OutOfMemory(
                 f"bucket {runner.bucket.id} ({runner.bucket.label()}) does not fit in device memory with one run "
                 f"per device: {_first_line(err)}"
             ) from err
@@ -300,7 +300,7 @@ class Sweep:
         try:
             return runner.step()
         except Exception as err:
-            if not memory.is_out_of_memory(err):
+            if not device_memory.is_out_of_memory(err):
                 raise
             self._split(runner, err)
             return None
@@ -426,7 +426,7 @@ def claim(store: Store, spec: SweepSpec) -> None:
 
 
 def run_sweep(
-    spec: SweepSpec, out_dir: Path, quiet: bool = False, devices=None, memory_cap: float | int = memory.DEFAULT_CAP
+    spec: SweepSpec, out_dir: Path, quiet: bool = False, devices=None, memory_cap: float | int = device_memory.DEFAULT_CAP
 ) -> Path:
     """Run (or resume) a sweep into `out_dir`, then write its report; returns the report path."""
     out_dir = Path(out_dir)
@@ -463,7 +463,7 @@ def execute(
     prior=None,
     lease=None,
     part: tuple[int, int] = (0, 1),
-    memory_cap: float | int = memory.DEFAULT_CAP,
+    memory_cap: float | int = device_memory.DEFAULT_CAP,
 ) -> None:
     """Run a sweep (or with `part`, a process's share of it, see Sweep) into an open, claimed `store`,
     with its checkpoints under `out_dir`; `prior` = (runs, searches) finished before, elsewhere.

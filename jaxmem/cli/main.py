@@ -8,7 +8,10 @@ import os
 import sys
 from pathlib import Path
 
-from jaxmem import catalog, compile_cache, distributed, memory
+from jaxmem.cli import views
+from jaxmem.engine import compile_cache
+from jaxmem.driver import distributed
+from jaxmem.engine import device_memory
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,9 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument(
         "--memory-cap",
         type=_memory_cap,
-        default=os.environ.get(memory.CAP_ENV, str(memory.DEFAULT_CAP)),
-        help=f"memory a program may use per device: a fraction of the device's (default {memory.DEFAULT_CAP}) or a "
-        f"size such as 12GiB; env {memory.CAP_ENV}",
+        default=os.environ.get(device_memory.CAP_ENV, str(device_memory.DEFAULT_CAP)),
+        help=f"memory a program may use per device: a fraction of the device's (default {device_memory.DEFAULT_CAP}) or a "
+        f"size such as 12GiB; env {device_memory.CAP_ENV}",
     )
     run.add_argument(
         "--no-compile-cache",
@@ -65,23 +68,23 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="[jaxmem] %(message)s")
     try:
         return COMMANDS[args.command](args)
-    except catalog.USER_ERRORS as err:
+    except views.USER_ERRORS as err:
         print(f"jaxmem: error: {err}", file=sys.stderr)
-        return catalog.exit_code(err)
+        return views.exit_code(err)
     except BrokenPipeError:  # output piped into `head` and the like
         return 0
 
 
 def _run(args) -> int:
-    from jaxmem import driver
+    from jaxmem.driver import sweep as driver
 
     cluster = distributed.cluster_from(args.coordinator, args.num_processes, args.process_id)
     process_id, count = (
         (0, 1) if cluster is None or args.dry_run else distributed.initialize(cluster, args.coordinator_timeout)
     )
-    spec = catalog.load_spec(args.spec, args.preset)
+    spec = views.load_spec(args.spec, args.preset)
     if args.dry_run:
-        print(catalog.dry_run(spec, args.memory_cap, compile=args.compile))
+        print(views.dry_run(spec, args.memory_cap, compile=args.compile))
         return 0
     cache = None if args.no_compile_cache else compile_cache.cache_dir()
     if cache is not None:
@@ -89,7 +92,7 @@ def _run(args) -> int:
     out = Path(args.out or Path("results") / f"{spec.name}-{spec.preset or 'base'}")
     try:
         if count > 1:
-            from jaxmem.multihost import run_process
+            from jaxmem.driver.multihost import run_process
 
             report = run_process(spec, out, process_id, count, quiet=args.quiet, memory_cap=args.memory_cap)
         else:
@@ -106,25 +109,25 @@ def _run(args) -> int:
 
 def _memory_cap(text: str) -> float | int:
     try:
-        return memory.parse_cap(text)
+        return device_memory.parse_cap(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _status(args) -> int:
-    print(catalog.status(Path(args.out)))
+    print(views.status(Path(args.out)))
     return 0
 
 
 def _report(args) -> int:
-    from jaxmem.reporting import report
+    from jaxmem.report.from_store import report
 
-    print(report(catalog.existing_output(Path(args.out))))
+    print(report(views.existing_output(Path(args.out))))
     return 0
 
 
 def _list(args) -> int:
-    print(catalog.listing())
+    print(views.listing())
     return 0
 
 

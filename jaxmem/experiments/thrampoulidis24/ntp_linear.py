@@ -57,9 +57,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxmem import random as jr
-from jaxmem.experiments import ntp_geometry as geo
-from jaxmem.experiments.base import Field, bits, experiment_from
+from jaxmem.experiments import draws as jr
+from jaxmem.experiments.thrampoulidis24 import geometry as geo
+from jaxmem.experiments.interface import Field, bits, experiment_from
 
 OPTIMIZERS = ("gd", "ngd", "adam")
 PAPER_ETA = {"gd": 0.5, "ngd": 0.01, "adam": 0.01}  # spec §3.1 (App. A.2)
@@ -235,8 +235,8 @@ def evaluate(params, problem, shape, dyn) -> dict:
 
 def host_figure(path, config, seed: int, point: dict, variable: str | None, value):
     """Figs 1–3: the instance's probabilities and, for d = 2, the rows of W^mm and W* (ntp_figures)."""
-    from jaxmem.experiments import ntp_reference as ref
-    from jaxmem.experiments.ntp_figures import instance_figure
+    from jaxmem.experiments.thrampoulidis24 import reference as ref
+    from jaxmem.experiments.thrampoulidis24.figures import instance_figure
 
     inst = host_instance(config, seed, point, variable, value)
     mm = attempt(ref.w_mm, inst, [])
@@ -254,9 +254,9 @@ def attempt(solve, inst, notes: list[str]):
 
 def host_instance(config, seed: int, point: dict, variable: str | None, value):
     """The run's instance rebuilt on the host from its key, as a float64 ntp_reference.Instance."""
-    from jaxmem.experiments import ntp_reference as ref
-    from jaxmem.plan import problem_index
-    from jaxmem.program import run_key
+    from jaxmem.experiments.thrampoulidis24 import reference as ref
+    from jaxmem.plan.buckets import problem_index
+    from jaxmem.engine.program import run_key
 
     key = run_key(seed, problem_index(point, variable, value, SAME_PROBLEM_ACROSS))
     dyn = {k: jnp.asarray(v) for k, v in dynamic(config).items()}
@@ -269,7 +269,7 @@ def host_instance(config, seed: int, point: dict, variable: str | None, value):
 def host_check(config, seed: int, point: dict, variable: str | None, value) -> dict:
     """The instance re-solved in float64 (ntp_reference): W* by lstsq, separability by the HiGHS LP, W^mm by the
     clarabel QP with its worst KKT residual (spec §5.4 (a)–(f)) and twin-row gap (g); `problems` names bad input."""
-    from jaxmem.experiments import ntp_reference as ref
+    from jaxmem.experiments.thrampoulidis24 import reference as ref
 
     inst = host_instance(config, seed, point, variable, value)
     W_star, residual = ref.w_star(inst)

@@ -15,7 +15,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from jaxmem.store import FILENAME, RUN_COLUMNS, SEARCH_COLUMNS, Store, StoreError
+from jaxmem.persistence.store import FILENAME, RUN_COLUMNS, SEARCH_COLUMNS, Store, StoreError
 
 SHARDS = "shards"
 _KEYED = {"runs": RUN_COLUMNS, "searches": SEARCH_COLUMNS, "trajectories": ("run_id", "step", "metrics")}

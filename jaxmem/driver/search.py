@@ -19,7 +19,7 @@ import dataclasses
 import math
 from typing import Callable
 
-from jaxmem.spec import SearchSpec
+from jaxmem.spec.sweep import SearchSpec
 
 
 @dataclasses.dataclass(frozen=True)

@@ -50,10 +50,10 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxmem import random as jr
-from jaxmem.experiments.base import Field, experiment_from
-from jaxmem.experiments import factual_recall
-from jaxmem.experiments.factual_recall import fact_dict, noise_count, sample
+from jaxmem.experiments import draws as jr
+from jaxmem.experiments.interface import Field, experiment_from
+from jaxmem.experiments.nichani24 import factual_recall
+from jaxmem.experiments.nichani24.factual_recall import fact_dict, noise_count, sample
 
 MODELS = ("linear_attention", "softmax_head", "population")
 REDUCED = ("linear_attention", "population")  # models whose weights are the reduced coordinates of §6.1

@@ -16,7 +16,7 @@ import json
 import math
 from functools import lru_cache
 
-from jaxmem.experiments.base import Experiment
+from jaxmem.experiments.interface import Experiment
 
 
 def digest(*parts) -> str:

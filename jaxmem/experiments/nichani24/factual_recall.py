@@ -31,8 +31,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxmem import random as jr
-from jaxmem.experiments.base import Field, bits, experiment_from
+from jaxmem.experiments import draws as jr
+from jaxmem.experiments.interface import Field, bits, experiment_from
 
 SCALINGS = {  # size -> (S, R, D or None = the D field); the authors' `binary_sweep` scalings (spec §3.2)
     "linear": lambda size, D: (size, size, D),  # S = R = size: Fig 4, Fig 7

@@ -6,18 +6,18 @@ import math
 from collections import Counter
 from pathlib import Path
 
-from jaxmem import memory
-from jaxmem.distributed import DistributedError
-from jaxmem.executor import abstract_state, nbytes
-from jaxmem.experiments import EXPERIMENTS
-from jaxmem.experiments.base import REQUIRED
-from jaxmem.expr import evaluate
-from jaxmem.lock import LockError, lock_state
-from jaxmem.memory import OutOfMemory
-from jaxmem.plan import ladder, padded_config, padding_waste
-from jaxmem.progress import Progress
-from jaxmem.spec import SpecError, SweepSpec, is_file, load
-from jaxmem.store import FILENAME, StoreError, load_results
+from jaxmem.engine import device_memory
+from jaxmem.driver.distributed import DistributedError
+from jaxmem.engine.executor import abstract_state, nbytes
+from jaxmem.experiments.registry import shipped
+from jaxmem.experiments.interface import REQUIRED
+from jaxmem.spec.expr import evaluate
+from jaxmem.persistence.lock import LockError, lock_state
+from jaxmem.engine.device_memory import OutOfMemory
+from jaxmem.plan.buckets import ladder, padded_config, padding_waste
+from jaxmem.driver.progress import Progress
+from jaxmem.spec.sweep import SpecError, SweepSpec, is_file, load
+from jaxmem.persistence.store import FILENAME, StoreError, load_results
 
 SWEEP_DIRS = (Path.cwd() / "sweeps", Path(__file__).resolve().parents[1] / "sweeps")
 
@@ -54,7 +54,7 @@ def load_spec(name_or_path: str, preset: str | None) -> SweepSpec:
 
 def listing() -> str:
     lines = ["experiments:"]
-    for exp in EXPERIMENTS.values():
+    for exp in shipped().values():
         lines.append(f"  {exp.name}: {exp.doc}")
         for name, field in exp.fields.items():
             extra = f" one of {list(field.choices)}" if field.choices else ""
@@ -66,11 +66,11 @@ def listing() -> str:
     return "\n".join(lines)
 
 
-def dry_run(spec: SweepSpec, memory_cap: float | int = memory.DEFAULT_CAP, compile: bool = False) -> str:
+def dry_run(spec: SweepSpec, memory_cap: float | int = device_memory.DEFAULT_CAP, compile: bool = False) -> str:
     """The plan: the buckets of the first round with their chunks, slots, padding waste, FLOPs and
     memory per chunk, and the compile count. Without `compile` nothing is compiled and the memory is
     the run state's (exact, but a lower bound: XLA's temporaries are known only after compiling)."""
-    from jaxmem.driver import Sweep
+    from jaxmem.driver.sweep import Sweep
 
     sweep = Sweep(spec, Path("."), _NoStore(), Progress(quiet=True), memory_cap=memory_cap)
     sweep.refresh()
@@ -125,7 +125,7 @@ def _compile_bound(sweep) -> int | str:
 def _cap(cap: float | int, device) -> str:
     memory_kind = "host RAM" if device.platform == "cpu" else "device memory"
     if isinstance(cap, float):
-        return f"{cap:g} of {memory.device_memory(device) / 2**30:.1f} GiB {memory_kind}; --memory-cap"
+        return f"{cap:g} of {device_memory.device_memory(device) / 2**30:.1f} GiB {memory_kind}; --memory-cap"
     return "--memory-cap"
 
 

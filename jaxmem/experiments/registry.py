@@ -1,0 +1,72 @@
+"""Experiments by name: the shipped families, and any experiment a user names as `module:ATTRIBUTE`.
+
+A spec's `experiment = "assoc_memory"` names a shipped family; `experiment = "my_pkg.my_module:EXPERIMENT"`
+imports `my_pkg.my_module` (from the current folder or the Python path) and takes its `EXPERIMENT`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+from jaxmem.experiments.interface import Experiment
+
+SHIPPED = {  # name -> where its Experiment lives (imported on first use)
+    "assoc_memory": "jaxmem.experiments.nichani24.assoc_memory:EXPERIMENT",
+    "factual_recall": "jaxmem.experiments.nichani24.factual_recall:EXPERIMENT",
+    "sequential_learning": "jaxmem.experiments.nichani24.sequential_learning:EXPERIMENT",
+    "thm10_construction": "jaxmem.experiments.nichani24.thm10_construction:EXPERIMENT",
+    "ntp_linear": "jaxmem.experiments.thrampoulidis24.ntp_linear:EXPERIMENT",
+}
+
+
+class UnknownExperiment(LookupError):
+    """A name that is neither a shipped experiment nor an importable `module:ATTRIBUTE` Experiment."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def is_reference(name: str) -> bool:
+    """Whether `name` points at a user's experiment (`module:ATTRIBUTE`) rather than a shipped one."""
+    return ":" in name
+
+
+def get(name: str) -> Experiment:
+    """The experiment called `name` (shipped) or found at `module:ATTRIBUTE`."""
+    if not isinstance(name, str):
+        raise UnknownExperiment(f"an experiment name is a string, got {name!r}")
+    if name in SHIPPED:
+        return load_reference(SHIPPED[name])
+    if is_reference(name):
+        return load_reference(name)
+    raise UnknownExperiment(
+        f"unknown experiment {name!r}; shipped: {', '.join(sorted(SHIPPED))} "
+        "(or name your own as 'module:ATTRIBUTE')"
+    )
+
+
+def load_reference(reference: str) -> Experiment:
+    """Import `module:ATTRIBUTE` and check that it is an Experiment. The current folder is searched
+    first, as `python -m` would, so a module beside the spec's working folder is found."""
+    module_name, _, attribute = reference.partition(":")
+    if not module_name or not attribute:
+        raise UnknownExperiment(f"experiment {reference!r}: expected 'module:ATTRIBUTE'")
+    cwd = str(Path.cwd())
+    if cwd not in sys.path:
+        sys.path.append(cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise UnknownExperiment(f"experiment {reference!r}: cannot import {module_name!r} ({err})") from None
+    found = getattr(module, attribute, None)
+    if not isinstance(found, Experiment):
+        what = "no such attribute" if found is None else f"a {type(found).__name__}, not a jaxmem Experiment"
+        raise UnknownExperiment(f"experiment {reference!r}: {module_name}.{attribute} is {what}")
+    return found
+
+
+def shipped() -> dict[str, Experiment]:
+    """Every shipped experiment, by name."""
+    return {name: get(name) for name in SHIPPED}
