@@ -1,8 +1,20 @@
 """jaxmem: whole capacity grids, threshold searches and trajectories of transformer-theory
-experiments as a few jit-compiled, vmapped XLA programs."""
+experiments as a few jit-compiled, vmapped XLA programs.
+
+    jaxmem.run(spec, out_dir, experiment=None)   # a sweep from Python (jaxmem.driver.api)
+    jaxmem.load_results(out_dir, table="runs")   # its results as a DataFrame
+"""
 
 __version__ = "0.1.0"
 
 from jaxmem.persistence.store import load_results  # noqa: E402
 
-__all__ = ["__version__", "load_results"]
+
+def run(*args, **kwargs):
+    """Run (or resume) a sweep; see jaxmem.driver.api.run (imported on first use: it loads JAX)."""
+    from jaxmem.driver.api import run as run_sweep
+
+    return run_sweep(*args, **kwargs)
+
+
+__all__ = ["__version__", "load_results", "run"]

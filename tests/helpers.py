@@ -13,6 +13,7 @@ import numpy as np
 
 from jaxmem.experiments.nichani24 import assoc_memory
 from jaxmem.engine.program import Settings, dyn_arrays, make_segment
+from jaxmem.plan.buckets import static_shape, traced_values
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_SPEC = ROOT / "tests" / "specs" / "tiny_mlp.toml"
@@ -23,7 +24,7 @@ RESULT_COLUMNS = ["max_metric", "final_metric", "final_loss", "steps_run", "step
 def bucket_shape(configs: list[dict], pad, exp=EXP) -> tuple[list[dict], dict]:
     """Complete `configs` and the static shape of one bucket holding them all (sizes padded by `pad`)."""
     configs = [exp.complete(c) for c in configs]
-    shapes = [exp.shape(c, pad) for c in configs]
+    shapes = [static_shape(exp, c, pad) for c in configs]
     shape = {k: max(s[k] for s in shapes) if type(shapes[0][k]) is int else shapes[0][k] for k in shapes[0]}
     return configs, shape
 
@@ -43,7 +44,8 @@ def run_program(
     configs, shape = bucket_shape(configs, pad, exp)
     segment, init_all = make_segment(exp, shape, Settings(steps, eval_every, "accuracy", 0.99, stop))
     fill = slots - len(configs)
-    dyn = dyn_arrays([exp.dynamic(c) for c in configs] + [exp.dynamic(configs[0])] * fill, lrs + [lrs[0]] * fill)
+    values = [traced_values(exp, c) for c in configs]
+    dyn = dyn_arrays(values + [values[0]] * fill, lrs + [lrs[0]] * fill)
     seeds = np.asarray(list(seeds or [0] * len(configs)) + [0] * fill, np.int32)
     problem_index = np.full(slots, 5, np.int32)
     blank = jax.eval_shape(init_all, seeds, problem_index, dyn)

@@ -15,13 +15,13 @@ def hebbian_accuracy(d: int, n: int, seed: int = 0) -> float:
     """Accuracy of the Thm 1 construction computed outside the engine (numpy-free JAX, no padding)."""
     import jax
 
-    from jaxmem.plan.buckets import make_run
-    from jaxmem.engine.program import run_key
+    from jaxmem.plan.buckets import static_shape, traced_values, unpadded
+    from jaxmem.plan.runs import make_run, run_key
 
     config = assoc_memory.EXPERIMENT.complete({"model": "linear", "init": "hebbian", "d": d, "N": n})
     run = make_run({k: v for k, v in config.items() if k != "N"}, seed, 1.0, "N", n, 0)
-    shape = assoc_memory.shape(config, lambda size, *_: size)
-    dyn = {**assoc_memory.dynamic(config), "lr": 1.0}
+    shape = static_shape(assoc_memory.EXPERIMENT, config, unpadded)
+    dyn = {**traced_values(assoc_memory.EXPERIMENT, config), "lr": 1.0}
     params, problem = assoc_memory.init(run_key(seed, run.problem_index), shape, dyn)
     return float(jax.device_get(assoc_memory.evaluate(params, problem, shape, dyn)["accuracy"]))
 

@@ -7,7 +7,8 @@ import optax
 
 from jaxmem.experiments.thrampoulidis24 import ntp_linear as nt
 from jaxmem.experiments.thrampoulidis24 import reference as ref
-from jaxmem.plan.buckets import problem_index
+from jaxmem.plan.buckets import traced_values
+from jaxmem.plan.runs import problem_index
 from helpers import assert_padded_matches, bucket_shape, run_program
 
 EXP = nt.EXPERIMENT
@@ -18,7 +19,7 @@ SMALL = {"m": 8, "d": 12, "V": 6, "support": 3, "optimizer": "gd"}
 
 def one(config, pad, seed=0):
     configs, shape = bucket_shape([config], pad, EXP)
-    dyn = {k: jnp.asarray(v) for k, v in EXP.dynamic(configs[0]).items()} | {"lr": jnp.float32(1.0)}
+    dyn = {k: jnp.asarray(v) for k, v in traced_values(EXP, configs[0]).items()} | {"lr": jnp.float32(1.0)}
     params, problem = jax.jit(lambda k: EXP.init(k, shape, dyn))(jax.random.PRNGKey(seed))
     return shape, dyn, params, problem
 
@@ -122,7 +123,7 @@ def test_predicates_agree_with_lstsq_and_the_lp_along_nested_d():
     init = jax.jit(lambda dyn: EXP.init(key, shape, dyn)[1])
     verdicts, previous = [], None
     for d in range(2, 17):
-        dyn = {k: jnp.asarray(v) for k, v in EXP.dynamic(EXP.complete({**base, "d": d})).items()}
+        dyn = {k: jnp.asarray(v) for k, v in traced_values(EXP, {**base, "d": d}).items()}
         problem = init(dyn)
         inst = host_instance(problem)
         if previous is not None:  # nested: the first d − 1 coordinates are the previous instance's

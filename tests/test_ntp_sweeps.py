@@ -8,6 +8,7 @@ import pandas as pd
 
 from jaxmem.spec import sweep as specmod
 from jaxmem.driver.sweep import run_sweep
+from jaxmem.plan.buckets import host_run
 from jaxmem.experiments.thrampoulidis24 import ntp_linear as nt
 from jaxmem.report.rates import rate_tables, rates_section
 from jaxmem.report.trajectory_spec import trajectory_spec
@@ -21,7 +22,7 @@ def smallest_separable_d(seed: int) -> int:
     """Brute force on the host: the first d whose instance the HiGHS LP finds NTP-separable."""
     point = nt.EXPERIMENT.complete({**POINT})
     for d in range(1, 4 * POINT["m"]):
-        if nt.host_check({**point, "d": d}, seed, point, "d", d)["separable"] == 1.0:
+        if nt.host_check(host_run(nt.EXPERIMENT, {**point, "d": d}, seed, "d"))["separable"] == 1.0:
             return d
     raise AssertionError("no separable d found")
 

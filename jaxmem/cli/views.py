@@ -95,7 +95,7 @@ def dry_run(spec: SweepSpec, memory_cap: float | int = device_memory.DEFAULT_CAP
             state = nbytes(abstract_state(sweep.exp, bucket, sweep.settings, slots // n, runs[0]))
             used = f">= {state / 2**20:.2f} MiB per device (estimated: the run state; --compile adds temporaries)"
         configs = [sweep.exp.complete(r.config) for r in runs]
-        flops = slots * sweep.exp.flops_per_step(padded_config(bucket, configs[0])) * spec.train.steps
+        flops = slots * sweep.exp.cost("flops_per_step", padded_config(sweep.exp, bucket, configs[0])) * spec.train.steps
         waste = padding_waste(sweep.exp, bucket, configs)
         lines.append(
             f"  bucket {bucket.id} ({bucket.label()}): {len(runs)} runs in {math.ceil(len(runs) / slots)} chunk(s) "

@@ -20,7 +20,8 @@ from jaxmem.persistence.checkpoints import SlotCheckpoints
 from jaxmem.experiments.interface import Experiment
 from jaxmem.persistence.local_checkpoints import LocalSlotCheckpoints
 from jaxmem.engine.device_memory import peak_bytes
-from jaxmem.plan.buckets import Bucket, Run
+from jaxmem.plan.runs import Run
+from jaxmem.plan.buckets import Bucket, traced_values
 from jaxmem.engine.program import Settings, dyn_arrays, make_segment, sharded_segment
 
 # Work per step (FLOPs) one device should hold before more runs stop paying off. On a small CPU one
@@ -72,7 +73,7 @@ def abstract_state(exp: Experiment, bucket: Bucket, settings: Settings, slots: i
     """The RunState of `slots` slots of the bucket, as ShapeDtypeStructs (traced, nothing compiled)."""
     _, init_all = make_segment(exp, bucket.shape_dict, settings)
     seeds = np.full(slots, template.seed, np.int32)
-    dyn = dyn_arrays([exp.dynamic(template.config)] * slots, [template.lr] * slots)
+    dyn = dyn_arrays([traced_values(exp, template.config)] * slots, [template.lr] * slots)
     return jax.eval_shape(init_all, seeds, seeds, dyn)
 
 
@@ -88,7 +89,7 @@ def compile_program(exp: Experiment, bucket: Bucket, settings: Settings, slots: 
     shard = NamedSharding(mesh, P("runs"))
     on_mesh = lambda a: jax.ShapeDtypeStruct(np.shape(a), a.dtype, sharding=shard)  # noqa: E731
     state = jax.tree.map(on_mesh, abstract_state(exp, bucket, settings, slots, template))
-    dyn = dyn_arrays([exp.dynamic(template.config)] * slots, [template.lr] * slots)
+    dyn = dyn_arrays([traced_values(exp, template.config)] * slots, [template.lr] * slots)
     ints, flags = np.zeros(slots, np.int32), np.zeros(slots, bool)
     scalar = jax.ShapeDtypeStruct((), np.int32, sharding=NamedSharding(mesh, P()))
     args = (jax.tree.map(on_mesh, dyn), on_mesh(ints), on_mesh(ints), on_mesh(flags), on_mesh(flags), scalar, scalar)
@@ -122,7 +123,7 @@ class BucketRunner:
         self.device = f"{devices[0].platform}:{len(devices)}"
         self.shard = NamedSharding(program.mesh, P("runs"))
         self.replicated = NamedSharding(program.mesh, P())
-        self.dyn = dyn_arrays([exp.dynamic(template.config)] * slots, [template.lr] * slots)
+        self.dyn = dyn_arrays([traced_values(exp, template.config)] * slots, [template.lr] * slots)
         self.seeds = np.full(slots, template.seed, np.int32)
         self.problem_index = np.full(slots, template.problem_index, np.int32)
         self.abstract_state = program.abstract_state
@@ -149,7 +150,7 @@ class BucketRunner:
 
     def _place(self, i: int, run: Run) -> None:
         self.slots[i] = run
-        for k, v in self.exp.dynamic(run.config).items():
+        for k, v in traced_values(self.exp, run.config).items():
             self.dyn[k][i] = v
         self.dyn["lr"][i] = run.lr
         self.seeds[i], self.problem_index[i] = run.seed, run.problem_index
@@ -223,7 +224,7 @@ class BucketRunner:
                 finished.append(
                     Finished(
                         run=run,
-                        best=float(summary["best"][i]),
+                        best=self.settings.toward(float(summary["best"][i])),
                         final={k: float(v[i]) for k, v in summary["last"].items()},
                         steps=int(summary["step"][i]),
                         hit_step=int(summary["hit"][i]),

@@ -19,6 +19,7 @@ import optax
 from jax.sharding import PartitionSpec as P
 
 from jaxmem.experiments.interface import Experiment
+from jaxmem.plan.runs import run_key
 
 
 class RunState(NamedTuple):
@@ -27,7 +28,7 @@ class RunState(NamedTuple):
     opt_state: Any
     problem: Any
     step: jax.Array  # steps taken
-    best: jax.Array  # best metric over evaluations so far (higher is better)
+    best: jax.Array  # best metric over evaluations so far, as `Settings.toward` sees it (higher is better)
     hit_step: jax.Array  # first evaluated step whose metric reached the threshold, -1 if none
     done: jax.Array
     diverged: jax.Array
@@ -43,12 +44,17 @@ class Settings(NamedTuple):
     steps: int
     eval_every: int
     metric: str
-    hit_threshold: float  # for steps_to_threshold
-    stop_threshold: float  # early stop once best >= this (inf: never)
+    hit_threshold: float  # for steps_to_threshold, in the metric's units
+    stop_threshold: float  # early stop once the best metric reaches this (never: inf, or -inf when lower is better)
     history: int = 0  # evaluations a segment can record per slot (trajectories); 0 = none
     integrator: str = "optax"  # or "gradient_flow" (see `flow_block`)
     rtol: float = 1e-6
     atol: float = 1e-8
+    higher_is_better: bool = True  # the success direction: reach at least (True) or at most (False)
+
+    def toward(self, value):
+        """`value` on the scale where higher is better (the metric, or its negative); an involution."""
+        return value if self.higher_is_better else -value
 
 
 def tree_where(mask: jax.Array, new, old):
@@ -68,11 +74,6 @@ def _all_finite(tree) -> jax.Array:
 
 MAX_SOLVER_STEPS = 1 << 16  # per evaluation block; beyond it a gradient-flow run is marked diverged
 BATCH_STREAM = 0x5EED  # keeps per-step batch keys apart from the keys `init` derives
-
-
-def run_key(seed: jax.Array, problem_index: jax.Array) -> jax.Array:
-    """The run's key: fold_in(PRNGKey(seed), problem index); independent of slot, chunk and device."""
-    return jax.random.fold_in(jax.random.PRNGKey(seed), problem_index)
 
 
 def batch_key(key: jax.Array, step: jax.Array) -> jax.Array:
@@ -108,11 +109,11 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
         )
 
     def settle(state: RunState, metrics: dict) -> RunState:
-        value = metrics[settings.metric]
-        reached = value >= settings.hit_threshold
+        value = settings.toward(metrics[settings.metric])
+        reached = value >= settings.toward(settings.hit_threshold)
         hit_step = jnp.where((state.hit_step < 0) & reached, state.step, state.hit_step)
         best = jnp.maximum(state.best, value)
-        done = state.done | (best >= settings.stop_threshold) | (state.step >= settings.steps)
+        done = state.done | (best >= settings.toward(settings.stop_threshold)) | (state.step >= settings.steps)
         return state._replace(best=best, hit_step=hit_step, done=done, last=metrics)
 
     def rejected(metrics: dict) -> jax.Array:

@@ -1,8 +1,33 @@
-"""The experiment interface: a handful of pure functions on ONE run.
+"""The experiment interface: a few pure functions on ONE run, plus declared fields.
 
-An experiment knows nothing about vmap, jit, devices or files (DESIGN.md). The engine pads the
-run's sizes to its bucket's static `shape`, passes everything that varies inside a bucket as the
-traced dict `dyn` (true sizes, learning rate, ...), and vmaps, scans and shards the functions below.
+An experiment knows nothing about vmap, jit, devices, files or the engine (DESIGN.md; the optax idea).
+It writes:
+
+- `fields`: its configuration, each field with a *kind* that tells the engine what to do with it:
+    size    an integer the engine pads to its bucket's size: the padded value is static (in `shape`),
+            the true value is traced (in `dyn`); functions mask what lies past the true size.
+    static  a value baked into the program (one program per value): in `shape`.
+    traced  a number the program reads at run time (one program for all values): in `dyn`. A string
+            choice is traced as its index in `choices`, a bool as 0/1.
+    host    read on the host only (by `resolve`, `check` or the costs), never by the program.
+- `init(key, shape, dyn) -> (params, problem)`: trainable parameters and the fixed problem data.
+- `evaluate(params, problem, shape, dyn) -> {metric: scalar}`.
+- `loss(params, problem, shape, dyn, key) -> scalar`: what training minimises; `key` is this step's own
+  key, for tasks that draw a fresh batch in the step. None for a construction that is never trained.
+
+and optionally:
+
+- `resolve(config) -> config`: the effective config (defaults that depend on other fields, sizes a
+  scaling derives from one number); the entries it adds are declared in `derived`, with their kinds.
+- `optimizer(dyn) -> optax transformation` (default: Adam at `dyn["lr"]`), `check(config) -> problems`.
+- `costs`: parameters, information bits and FLOPs per step of a (resolved) config, for reports and
+  planning. `reference`: float64 host-side checks and figures of one run's problem (`HostRun`).
+- `same_problem_across`: fields that leave the problem `init` draws unchanged (same key for runs that
+  differ only in them); `precondition`: 0/1 metrics a run's problem must pass (>= 0.5) at
+  initialisation to be trained.
+
+The engine hands a run everything it needs from the engine through these arguments: `key` (its own,
+from seed and problem), `shape`, `dyn` (with `dyn["lr"]`), and, on the host, a `HostRun`.
 """
 
 from __future__ import annotations
@@ -16,6 +41,9 @@ import optax
 
 REQUIRED = object()
 
+SIZE, STATIC, TRACED, HOST = "size", "static", "traced", "host"
+KINDS = (SIZE, STATIC, TRACED, HOST)
+
 Config = Mapping[str, Any]
 Shape = Mapping[str, Any]
 Dyn = Mapping[str, jax.Array]
@@ -23,13 +51,24 @@ Dyn = Mapping[str, jax.Array]
 
 @dataclasses.dataclass(frozen=True)
 class Field:
-    """One configuration field of an experiment, with its validation rule."""
+    """One configuration field: its type, kind (see the module doc), default and validation rule.
+    `ladder` (sizes only): the field whose padding ladder this size climbs, a name or a function of
+    the complete config; by default its own. A size derived from the searched variable names it, so
+    it gets the searched variable's finer ladder."""
 
     type: type
     doc: str
+    kind: str = HOST
     default: Any = REQUIRED
     choices: tuple = ()
     minimum: float | None = None
+    ladder: str | Callable[[Config], str] | None = None
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"field kind must be one of {KINDS}, got {self.kind!r}")
+        if self.kind == SIZE and self.type is not int:
+            raise ValueError("a size field is an int")
 
     def check(self, name: str, value: Any) -> str | None:
         """Return an error message for a bad value, or None."""
@@ -45,53 +84,117 @@ class Field:
             return f"{name} must be >= {self.minimum}, got {value!r}"
         return None
 
+    def ladder_of(self, name: str, config: Config) -> str:
+        """The field whose padding ladder this size climbs in `config`."""
+        if self.ladder is None:
+            return name
+        return self.ladder if isinstance(self.ladder, str) else self.ladder(config)
+
+    def traced_value(self, value):
+        """The number the program sees for `value`: a choice's index, a bool as 0/1, else the value."""
+        if self.choices and self.type is str:
+            return self.choices.index(value)
+        return float(value) if self.type is float else int(value)
+
+
+def size(doc: str, default: Any = REQUIRED, minimum: int | None = 1, ladder=None) -> Field:
+    """A padded size (see the module doc)."""
+    return Field(int, doc, SIZE, default, (), minimum, ladder)
+
+
+def static(type_: type, doc: str, default: Any = REQUIRED, choices: tuple = (), minimum=None) -> Field:
+    """A value baked into the program: runs differing in it never share a program."""
+    return Field(type_, doc, STATIC, default, choices, minimum)
+
+
+def traced(type_: type, doc: str, default: Any = REQUIRED, choices: tuple = (), minimum=None) -> Field:
+    """A number read at run time: runs differing in it share a program."""
+    return Field(type_, doc, TRACED, default, choices, minimum)
+
+
+def host(type_: type, doc: str, default: Any = REQUIRED, choices: tuple = (), minimum=None) -> Field:
+    """A field the program never reads (it enters through `resolve` or the costs)."""
+    return Field(type_, doc, HOST, default, choices, minimum)
+
+
+@dataclasses.dataclass(frozen=True)
+class Costs:
+    """What a (resolved) config costs: parameters as the paper counts them, bits of information
+    stored (for bits per parameter), FLOPs of one training step (for planning). Each optional."""
+
+    params: Callable[[Config], float] | None = None
+    bits: Callable[[Config], float] | None = None
+    flops_per_step: Callable[[Config], float] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class HostRun:
+    """One run's problem as the host-side add-ons see it: the resolved config, the run's key, and the
+    unpadded static shape and traced values that `init` would get for it."""
+
+    config: Config
+    key: jax.Array
+    shape: Shape
+    dyn: Mapping[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Reference:
+    """Float64 host-side add-ons on one run's problem (`[report] references = true`).
+    check(run) -> dict: an independent re-solve; keys that are also metrics are set against the
+        engine's values in the report.
+    figure(path, run) -> path: a picture of the problem."""
+
+    check: Callable[[HostRun], dict]
+    figure: Callable[[Any, HostRun], Any] | None = None
+
+
+def default_optimizer(dyn: Dyn) -> optax.GradientTransformation:
+    """Adam with optax's defaults at the run's learning rate."""
+    return optax.adam(dyn["lr"])
+
+
+def no_problems(config: Config) -> list[str]:
+    return []
+
+
+def unchanged(config: Config) -> dict:
+    return dict(config)
+
 
 @dataclasses.dataclass(frozen=True)
 class Experiment:
-    """A family of runs, as pure functions.
-
-    shape(config, pad) -> static padded sizes (bucket key); `pad(n, field)` rounds the size of `field` up
-        its padding ladder (the searched variable gets a finer one).
-    dynamic(config) -> per-run scalars traced inside the program (true sizes, options as numbers).
-    init(key, shape, dyn) -> (params, problem): trainable parameters and the fixed problem data.
-    loss(params, problem, shape, dyn, key) -> scalar training loss; `key` is this step's own key, for
-        tasks that sample a fresh batch inside the compiled step (full-batch losses ignore it).
-    evaluate(params, problem, shape, dyn) -> dict of scalar metrics.
-    optimizer(dyn) -> optax transformation; dyn["lr"] is the run's learning rate.
-    check(config) -> list of problems that make the config impossible (skipped with a message).
-    num_params / info_bits / flops_per_step(config) -> numbers for reports and planning.
-
-    Optional attributes:
-    same_problem_across: config fields that leave the problem `init` draws unchanged. Runs differing
-        only in them get the same key (same instance, same initialisation: an optimizer comparison),
-        and a searched size whose draws are shape-stable gives nested instances along the search.
-    host_check: (config, seed, point, variable, value) -> dict, an independent float64 check of one
-        run's problem on the host (by well-kept solvers), whose keys that are also metrics are set
-        against the engine's values in the report (`[report] references = true`).
-    host_figure: (path, config, seed, point, variable, value) -> path, a picture of one run's problem
-        drawn on the host, shown with the reference checks.
-    precondition: 0/1 metrics evaluated at initialisation; a run whose problem fails one (< 0.5) is
-        rejected: never trained, recorded with 0 steps and named by the driver as a bad instance.
-    """
+    """A family of runs: declared fields and pure functions on one run (see the module doc)."""
 
     name: str
     doc: str
     fields: Mapping[str, Field]
-    shape: Callable[[Config, Callable[[int, str], int]], dict]
-    dynamic: Callable[[Config], dict]
     init: Callable[[jax.Array, Shape, Dyn], tuple[Any, Any]]
-    loss: Callable[[Any, Any, Shape, Dyn, jax.Array], jax.Array]
     evaluate: Callable[[Any, Any, Shape, Dyn], dict]
-    optimizer: Callable[[Dyn], optax.GradientTransformation]
-    check: Callable[[Config], list[str]]
-    num_params: Callable[[Config], float]
-    info_bits: Callable[[Config], float]
-    flops_per_step: Callable[[Config], float]
     metrics: tuple[str, ...] = ("loss", "accuracy")
+    loss: Callable[[Any, Any, Shape, Dyn, jax.Array], jax.Array] | None = None
+    optimizer: Callable[[Dyn], optax.GradientTransformation] = default_optimizer
+    resolve: Callable[[Config], dict] = unchanged
+    derived: Mapping[str, Field] = dataclasses.field(default_factory=dict)
+    check: Callable[[Config], list[str]] = no_problems
+    costs: Costs = Costs()
+    reference: Reference | None = None
     same_problem_across: tuple[str, ...] = ()
     precondition: tuple[str, ...] = ()
-    host_check: Callable[..., dict] | None = None
-    host_figure: Callable[..., Any] | None = None
+
+    def __post_init__(self):
+        clash = set(self.fields) & set(self.derived)
+        if clash:
+            raise ValueError(f"{self.name}: derived entries shadow fields: {sorted(clash)}")
+
+    @property
+    def trainable(self) -> bool:
+        return self.loss is not None
+
+    @property
+    def kinds(self) -> dict[str, Field]:
+        """Every entry of a resolved config with its declaration: fields and derived entries."""
+        return {**self.fields, **self.derived}
 
     def failed_checks(self, metrics: Mapping[str, float]) -> list[str]:
         """The precondition checks that initialisation-time `metrics` fail (< 0.5; see `precondition`)."""
@@ -103,25 +206,14 @@ class Experiment:
         full.update(config)
         return full
 
+    def effective(self, config: Config) -> dict:
+        """The complete config as the program and the costs see it (`resolve` applied)."""
+        return self.resolve(self.complete(config))
 
-FUNCTIONS = (
-    "shape",
-    "dynamic",
-    "init",
-    "loss",
-    "evaluate",
-    "optimizer",
-    "check",
-    "num_params",
-    "info_bits",
-    "flops_per_step",
-)
-
-
-def experiment_from(namespace: Mapping[str, Any], **description) -> Experiment:
-    """The Experiment made of a module's functions of the standard names (`namespace` = its globals())
-    and its `description` (name, doc, fields, metrics)."""
-    return Experiment(**{name: namespace[name] for name in FUNCTIONS}, **description)
+    def cost(self, which: str, config: Config) -> float:
+        """params, bits or flops_per_step of a resolved config; NaN when the experiment gives none."""
+        function = getattr(self.costs, which)
+        return float(function(config)) if function is not None else math.nan
 
 
 def bits(count: float, alphabet: float) -> float:

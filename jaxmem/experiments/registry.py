@@ -1,11 +1,13 @@
 """Experiments by name: the shipped families, and any experiment a user names as `module:ATTRIBUTE`.
 
 A spec's `experiment = "assoc_memory"` names a shipped family; `experiment = "my_pkg.my_module:EXPERIMENT"`
-imports `my_pkg.my_module` (from the current folder or the Python path) and takes its `EXPERIMENT`.
+imports `my_pkg.my_module` (from the Python path, the current folder, or the folder of the spec that
+names it) and takes its `EXPERIMENT`. Python code may also `register` an Experiment object and name it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 from pathlib import Path
@@ -19,6 +21,9 @@ SHIPPED = {  # name -> where its Experiment lives (imported on first use)
     "thm10_construction": "jaxmem.experiments.nichani24.thm10_construction:EXPERIMENT",
     "ntp_linear": "jaxmem.experiments.thrampoulidis24.ntp_linear:EXPERIMENT",
 }
+
+
+_REGISTERED: dict[str, Experiment] = {}  # experiments handed over by Python code in this process
 
 
 class UnknownExperiment(LookupError):
@@ -37,6 +42,8 @@ def get(name: str) -> Experiment:
     """The experiment called `name` (shipped) or found at `module:ATTRIBUTE`."""
     if not isinstance(name, str):
         raise UnknownExperiment(f"an experiment name is a string, got {name!r}")
+    if name in _REGISTERED:
+        return _REGISTERED[name]
     if name in SHIPPED:
         return load_reference(SHIPPED[name])
     if is_reference(name):
@@ -65,6 +72,30 @@ def load_reference(reference: str) -> Experiment:
         what = "no such attribute" if found is None else f"a {type(found).__name__}, not a jaxmem Experiment"
         raise UnknownExperiment(f"experiment {reference!r}: {module_name}.{attribute} is {what}")
     return found
+
+
+def register(exp: Experiment) -> str:
+    """Make `exp` known by its name in this process (for specs given as data with an Experiment object)."""
+    if not isinstance(exp, Experiment):
+        raise UnknownExperiment(f"expected a jaxmem Experiment, got a {type(exp).__name__}")
+    if exp.name in SHIPPED or is_reference(exp.name):
+        raise UnknownExperiment(f"experiment name {exp.name!r} is taken by a shipped experiment or has a ':'")
+    _REGISTERED[exp.name] = exp
+    return exp.name
+
+
+@contextlib.contextmanager
+def searching(folder: Path):
+    """Within this block, `module:ATTRIBUTE` references are also looked up in `folder` (a spec's own)."""
+    folder = str(Path(folder).resolve())
+    added = folder not in sys.path
+    if added:
+        sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        if added and folder in sys.path:
+            sys.path.remove(folder)
 
 
 def shipped() -> dict[str, Experiment]:

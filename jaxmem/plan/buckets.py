@@ -1,71 +1,18 @@
-"""Planning: grid points and seeds → runs with stable identities → buckets of one static shape.
-
-Identities are hashes of the run's content, never of its position in a list, so results do not
-depend on chunking, scheduling or resume order. A run's random key is
-`fold_in(PRNGKey(seed), problem_index)`, where the problem index hashes (point, searched value): all
-learning rates of one probe share the same problem and initialisation, and so do runs that differ
-only in the fields the experiment lists in `same_problem_across` (e.g. an optimizer choice).
+"""Buckets: runs of one static shape share one compiled program. The engine derives a run's static
+shape, traced values and padded config from its experiment's declared field kinds (see
+jaxmem.experiments.interface): sizes climb a padding ladder, static values enter the shape, traced
+values the per-run arrays.
 """
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
-import hashlib
-import json
 import math
 from functools import lru_cache
 
-from jaxmem.experiments.interface import Experiment
-
-
-def digest(*parts) -> str:
-    return hashlib.sha1(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def point_id(point: dict) -> str:
-    return digest(point)[:12]
-
-
-@dataclasses.dataclass(frozen=True)
-class Run:
-    run_id: str
-    point: str
-    seed: int
-    lr: float
-    value: int | None  # the searched variable's value (None outside searches)
-    round: int
-    config: dict = dataclasses.field(hash=False, compare=False)  # complete experiment config, value included
-    problem_index: int = 0
-
-    @property
-    def unit(self) -> str:
-        return f"{self.point}/{self.seed}"
-
-
-def make_run(
-    point: dict, seed: int, lr: float, variable: str | None, value: int | None, round_: int, shared: tuple = ()
-) -> Run:
-    """The run of `point` (searched `variable` = `value`) with this seed and learning rate; fields in
-    `shared` (the experiment's `same_problem_across`) do not enter its problem index."""
-    pid = point_id(point)
-    config = dict(point) if variable is None else {**point, variable: value}
-    return Run(
-        run_id=digest(pid, seed, value, lr)[:16],
-        point=pid,
-        seed=seed,
-        lr=lr,
-        value=value,
-        round=round_,
-        config=config,
-        problem_index=problem_index(point, variable, value, shared),
-    )
-
-
-def problem_index(point: dict, variable: str | None, value: int | None, shared: tuple = ()) -> int:
-    """Hash of (point, searched value) without the `shared` fields: equal for runs on the same problem."""
-    problem_point = {k: v for k, v in point.items() if k not in shared}
-    return int(digest(point_id(problem_point), None if variable in shared else value)[:7], 16)
+from jaxmem.experiments.interface import SIZE, STATIC, TRACED, Experiment, HostRun
+from jaxmem.plan.runs import digest, problem_index, run_key
 
 
 @lru_cache(maxsize=None)
@@ -112,19 +59,66 @@ class Bucket:
         return ", ".join(f"{k}={v}" for k, v in self.shape)
 
 
+def static_shape(exp: Experiment, config: dict, pad) -> dict:
+    """The program's static shape for a run: every size padded up its ladder (`pad(n, ladder)`, see
+    `padder`), every static value as it is; `config` need not be complete."""
+    complete = exp.complete(config)
+    resolved = exp.resolve(complete)
+    shape = {}
+    for name, field in exp.kinds.items():
+        if field.kind == SIZE:
+            shape[name] = pad(resolved[name], field.ladder_of(name, complete))
+        elif field.kind == STATIC:
+            shape[name] = resolved[name]
+    return shape
+
+
+def traced_values(exp: Experiment, config: dict) -> dict:
+    """The run's traced values: true sizes, traced numbers (a choice as its index, a bool as 0/1)."""
+    resolved = exp.effective(config)
+    return {
+        name: resolved[name] if field.kind == SIZE else field.traced_value(resolved[name])
+        for name, field in exp.kinds.items()
+        if field.kind in (SIZE, TRACED)
+    }
+
+
 def bucket_of(exp: Experiment, config: dict, pad) -> Bucket:
-    """The bucket of a (complete) config under the padding function `pad` (see `padder`)."""
-    return Bucket(exp.name, tuple(sorted(exp.shape(config, pad).items())))
+    """The bucket of a config under the padding function `pad` (see `padder`)."""
+    return Bucket(exp.name, tuple(sorted(static_shape(exp, config, pad).items())))
 
 
-def padded_config(bucket: Bucket, config: dict) -> dict:
-    """`config` with every size replaced by its bucket's padded size (what the program computes)."""
-    shape = dict(bucket.shape)
-    return {k: shape[k] if k in shape and type(shape[k]) is int and type(v) is int else v for k, v in config.items()}
+def padded_config(exp: Experiment, bucket: Bucket, config: dict) -> dict:
+    """The resolved config with every size at its bucket's padded size (what the program computes)."""
+    shape = bucket.shape_dict
+    padded = {name: shape[name] for name, field in exp.kinds.items() if field.kind == SIZE and name in shape}
+    return {**exp.effective(config), **padded}
 
 
 def padding_waste(exp: Experiment, bucket: Bucket, configs: list[dict]) -> float:
-    """Ratio of the bucket's FLOPs per step to the true FLOPs of its runs (1.0 = no waste)."""
-    true = sum(exp.flops_per_step(c) for c in configs)
-    padded = sum(exp.flops_per_step(padded_config(bucket, c)) for c in configs)
+    """Ratio of the bucket's FLOPs per step to the true FLOPs of its runs (1.0 = no waste); without a
+    FLOP count, the ratio of padded to true products of the sizes."""
+
+    def work(config: dict) -> float:
+        flops = exp.cost("flops_per_step", config)
+        if not math.isnan(flops):
+            return flops
+        return math.prod(max(config[n], 1) for n, f in exp.kinds.items() if f.kind == SIZE)
+
+    true = sum(work(exp.effective(c)) for c in configs)
+    padded = sum(work(padded_config(exp, bucket, c)) for c in configs)
     return padded / true if true else 1.0
+
+
+def unpadded(n: int, _ladder: str | None = None) -> int:
+    """The padding function that pads nothing (a run's own shape)."""
+    return n
+
+
+def host_run(exp: Experiment, config: dict, seed: int, variable: str | None = None) -> HostRun:
+    """A run's problem as the experiment's host-side reference sees it: `config` (the searched
+    `variable` at its value) resolved, the run's key as the engine derives it, unpadded shape and values."""
+    point = {k: v for k, v in config.items() if k != variable}
+    value = None if variable is None else config[variable]
+    key = run_key(seed, problem_index(point, variable, value, exp.same_problem_across))
+    return HostRun(exp.effective(config), key, static_shape(exp, config, unpadded), traced_values(exp, config))

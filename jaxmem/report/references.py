@@ -1,5 +1,5 @@
 """The "Reference checks" section (`[report] references = true`): every sampled instance of the sweep
-re-solved on the host by the experiment's `host_check` (float64, well-kept solvers) next to what the
+re-solved on the host by the experiment's `reference.check` (float64, well-kept solvers) next to what the
 engine computed for it (the run's final metrics).
 
 Which instances: in a grid sweep, one run per distinct problem (point without the experiment's
@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from jaxmem.experiments.interface import Experiment
+from jaxmem.experiments.interface import Experiment, HostRun
+from jaxmem.plan.buckets import host_run
 from jaxmem.report.final_metrics import parse_metrics
 from jaxmem.report.markdown import markdown_table
 
@@ -46,30 +47,25 @@ def sampled_runs(raw_runs: pd.DataFrame, searches: pd.DataFrame, exp: Experiment
     return picked.drop_duplicates(["point", "seed", "value"]).head(MAX_CHECKS)
 
 
-def problem_of(row: dict, exp: Experiment, variable: str | None) -> tuple:
-    """The arguments (config, seed, point, variable, value) naming a stored run's problem for the
-    experiment's host_check and host_figure."""
-    config = json.loads(row["config"])
-    point = {k: v for k, v in config.items() if k != variable}
-    value = None if variable is None else config[variable]
-    return exp.complete(config), int(row["seed"]), point, variable, value
+def stored_host_run(row: dict, exp: Experiment, variable: str | None) -> HostRun:
+    """A stored run's problem as the experiment's host-side reference sees it (see plan.buckets.host_run)."""
+    return host_run(exp, json.loads(row["config"]), int(row["seed"]), variable)
 
 
 def reference_table(raw_runs: pd.DataFrame, searches: pd.DataFrame, exp: Experiment, variable: str | None):
     """One row per checked run: run_id, seed, value, the host check's numbers and the engine's metrics."""
     rows = []
     for row in sampled_runs(raw_runs, searches, exp).to_dict("records"):
-        problem = problem_of(row, exp, variable)
-        check = exp.host_check(*problem)
+        check = exp.reference.check(stored_host_run(row, exp, variable))
         engine = {f"engine_{k}": v for k, v in parse_metrics(row["final_metrics"]).items() if k in check}
-        searched = {variable: problem[-1]} if variable else {}
+        searched = {variable: json.loads(row["config"])[variable]} if variable else {}
         rows.append({"run_id": row["run_id"], "seed": row["seed"], **searched, **check, **engine})
     return pd.DataFrame(rows)
 
 
 def reference_section(out_dir: Path, report_spec: dict, raw_runs, searches, exp: Experiment) -> str:
     """Write references.csv and return the markdown section ('' when not asked for or not possible)."""
-    if not report_spec.get("references") or exp.host_check is None or raw_runs.empty:
+    if not report_spec.get("references") or exp.reference is None or raw_runs.empty:
         return ""
     variable = searches["variable"].iloc[0] if not searches.empty else None
     table = reference_table(raw_runs, searches, exp, variable)
@@ -92,7 +88,7 @@ def reference_section(out_dir: Path, report_spec: dict, raw_runs, searches, exp:
         [
             "## Reference checks (host, float64)",
             "",
-            " ".join((exp.host_check.__doc__ or "").split()),
+            " ".join((exp.reference.check.__doc__ or "").split()),
             "",
             markdown_table(["quantity", "engine vs host", "largest relative difference"], agreement),
             "",
@@ -105,8 +101,8 @@ def reference_section(out_dir: Path, report_spec: dict, raw_runs, searches, exp:
 
 
 def instance_figure(out_dir: Path, raw_runs: pd.DataFrame, run_id: str, exp: Experiment, variable: str | None):
-    """The experiment's picture of one run's problem (its host_figure), or None."""
-    if exp.host_figure is None:
+    """The experiment's picture of one run's problem (its reference figure), or None."""
+    if exp.reference.figure is None:
         return None
     row = raw_runs[raw_runs["run_id"] == run_id].iloc[0].to_dict()
-    return exp.host_figure(Path(out_dir) / INSTANCE_PNG, *problem_of(row, exp, variable))
+    return exp.reference.figure(Path(out_dir) / INSTANCE_PNG, stored_host_run(row, exp, variable))

@@ -22,24 +22,19 @@ import jax.numpy as jnp
 import optax
 
 from jaxmem.experiments import draws as jr
-from jaxmem.experiments.interface import Field, bits, experiment_from
+from jaxmem.experiments.interface import Costs, Experiment, bits, size, static
 
 MODELS = ("linear", "lowrank", "mlp")
 
 FIELDS = {
-    "model": Field(str, "memory architecture", choices=MODELS),
-    "d": Field(int, "embedding dimension", minimum=1),
-    "m": Field(int, "hidden width (mlp) or rank (lowrank); unused by linear", default=0, minimum=0),
-    "N": Field(int, "number of stored inputs", minimum=1),
-    "M": Field(int, "number of outputs; 0 means M = N (f* = identity)", default=0, minimum=0),
-    "init": Field(
-        str,
-        "standard (lecun_normal, as the authors) or hebbian (Thm 1)",
-        default="standard",
-        choices=("standard", "hebbian"),
-    ),
-    "mlp_bias": Field(bool, "first-layer bias in the mlp (authors' code)", default=True),
-    "loss_form": Field(
+    "model": static(str, "memory architecture", choices=MODELS),
+    "d": size("embedding dimension"),
+    "m": size("hidden width (mlp) or rank (lowrank); unused by linear", default=0, minimum=0),
+    "N": size("number of stored inputs"),
+    "M": size("number of outputs; 0 means M = N (f* = identity)", default=0, minimum=0, ladder=lambda c: "M" if c["M"] else "N"),
+    "init": static(str, "standard (lecun_normal, as the authors) or hebbian (Thm 1)", "standard", ("standard", "hebbian")),
+    "mlp_bias": static(bool, "first-layer bias in the mlp (authors' code)", default=True),
+    "loss_form": static(
         str,
         "log_softmax (stable) or log_of_softmax (authors' log(softmax(.)))",
         default="log_softmax",
@@ -48,9 +43,15 @@ FIELDS = {
 }
 
 
-def outputs(config) -> int:
-    """Effective number of outputs M (M = 0 stands for M = N)."""
-    return config["M"] or config["N"]
+def resolve(config) -> dict:
+    """M = 0 stands for M = N; the width is 1 where the model has none; the bias exists in the mlp only."""
+    uses_width = config["model"] in ("lowrank", "mlp")
+    return {
+        **config,
+        "M": config["M"] or config["N"],
+        "m": max(config["m"], 1) if uses_width else 1,
+        "mlp_bias": config["mlp_bias"] and config["model"] == "mlp",
+    }
 
 
 def check(config) -> list[str]:
@@ -62,24 +63,6 @@ def check(config) -> list[str]:
     if config["M"] > config["N"]:
         problems.append(f"M = {config['M']} > N = {config['N']}: some outputs would never be a target")
     return problems
-
-
-def shape(config, pad) -> dict:
-    uses_width = config["model"] in ("lowrank", "mlp")
-    return {
-        "model": config["model"],
-        "init": config["init"],
-        "loss_form": config["loss_form"],
-        "mlp_bias": config["mlp_bias"] and config["model"] == "mlp",
-        "d": pad(config["d"], "d"),
-        "m": pad(config["m"], "m") if uses_width else 1,
-        "N": pad(config["N"], "N"),
-        "M": pad(config["M"], "M") if config["M"] else pad(config["N"], "N"),
-    }
-
-
-def dynamic(config) -> dict:
-    return {"d": config["d"], "m": max(config["m"], 1), "N": config["N"], "M": outputs(config)}
 
 
 def targets(shape, dyn) -> jax.Array:
@@ -169,19 +152,25 @@ def num_params(config) -> float:
 
 def info_bits(config) -> float:
     """Bits in the stored map: N log₂ M (lower bound of Thm 7 for zero loss)."""
-    return bits(config["N"], outputs(config))
+    return bits(config["N"], config["M"])
 
 
 def flops_per_step(config) -> float:
     """Forward + backward (≈ 3× forward) FLOPs of one full-batch step."""
-    d, m, n, mo = config["d"], max(config["m"], 1), config["N"], outputs(config)
+    d, m, n, mo = config["d"], config["m"], config["N"], config["M"]
     body = {"linear": 2 * n * d * d, "lowrank": 4 * n * d * m, "mlp": 4 * n * d * m}[config["model"]]
     return 3.0 * (body + 2 * n * mo * d)
 
 
-EXPERIMENT = experiment_from(
-    globals(),
+EXPERIMENT = Experiment(
     name="assoc_memory",
     doc="Linear / low-rank / MLP associative memories with random sphere embeddings (Nichani et al. §3)",
     fields=FIELDS,
+    init=init,
+    loss=loss,
+    evaluate=evaluate,
+    optimizer=optimizer,
+    resolve=resolve,
+    check=check,
+    costs=Costs(params=num_params, bits=info_bits, flops_per_step=flops_per_step),
 )

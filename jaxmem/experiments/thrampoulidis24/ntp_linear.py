@@ -13,12 +13,12 @@ Instance generator (spec §2.1 [rec], the choices that reproduce the paper's ℋ
 - π̂_j = 1/m: the population ("direct") mode, the spec's default (A3). The sampled n = 5000 mode is not
   built, so there is no `n` field (n only enters the theory through π̂_j ≥ 1/n).
 - init (spec §3.1, A5): `lecun` W_0 ~ N(0, 1/d) (fan-in d), or `zero` (the control).
-All draws are shape-stable (jaxmem.random): entry (j, i) of each matrix depends only on the key and
+All draws are shape-stable (jaxmem.experiments.draws): entry (j, i) of each matrix depends only on the key and
 (j, i), so m, d and V are all padded like the other experiments (true sizes in `dyn`): padded contexts
 get π̂ = 0, padded embedding dims are zero in H̄ and W_0, padded tokens get logits −1e30 (never −inf,
 spec §2.3) and are neither in- nor out-of-support.
 
-Optimisers (spec §3.1), a traced choice (dyn["opt"] = 0, 1, 2; all three share one bucket and one
+Optimisers (spec §3.1), a traced choice (dyn["optimizer"] = 0, 1, 2; all three share one bucket and one
 program: the Adam moments are carried and updated for every run, the update is selected by
 jnp.select — a few V×d arrays, negligible), each at step size `lr × eta`, where `eta` defaults to
 the paper's step for that optimiser (GD 0.5, NGD 0.01, Adam 0.01) so that one sweep's
@@ -32,10 +32,10 @@ The 2-D toy (`instance = "toy2d"`, spec §2.2, Figs 1–2): the paper's caption 
 exactly (spec A10), so the spec's deterministic instance is used: three unit contexts at 90°, 210°,
 330°, supports {2,3,4}, {1,2,5}, {1,4,5} (1-based) with fixed probabilities; the seed draws W_0 only.
 
-References (`ntp_geometry`, computed at initialisation in float32): W* (Eq. 4 in F), P_F, the NTP-SVM
+References (`geometry.py`, computed at initialisation in float32): W* (Eq. 4 in F), P_F, the NTP-SVM
 direction W^mm (Def. 3) and the predicates `compatible` / `separable` (Defs. 1–2). They are the
 experiment's precondition: an instance failing either is rejected (never trained) and named by the
-driver. The float64 authority (clarabel QP, HiGHS LP) is `ntp_reference`.
+driver. The float64 authority (clarabel QP, HiGHS LP) is `reference.py`, the experiment's host reference.
 
 Metrics (spec §3.2): loss (CE), loss_gap = KL_in + out (D3, never CE − ℋ in float32: A15), gap_in
 (depends only on P_F W), gap_out (out-of-support mass), w_norm = ‖W‖_F, w_perp_norm = ‖P_⊥W‖_F,
@@ -58,8 +58,10 @@ import numpy as np
 import optax
 
 from jaxmem.experiments import draws as jr
+from jaxmem.experiments.interface import Costs, Experiment, HostRun, Reference, bits, size, static, traced
 from jaxmem.experiments.thrampoulidis24 import geometry as geo
-from jaxmem.experiments.interface import Field, bits, experiment_from
+from jaxmem.experiments.thrampoulidis24 import reference as ref
+from jaxmem.experiments.thrampoulidis24.figures import instance_figure
 
 OPTIMIZERS = ("gd", "ngd", "adam")
 PAPER_ETA = {"gd": 0.5, "ngd": 0.01, "adam": 0.01}  # spec §3.1 (App. A.2)
@@ -70,17 +72,15 @@ TOY2D_H = np.array([[0.0, 1.0], [-math.sqrt(3) / 2, -0.5], [math.sqrt(3) / 2, -0
 TOY2D_P = np.array([[0.0, 0.5, 0.3, 0.2, 0.0], [0.7, 0.2, 0.0, 0.0, 0.1], [0.6, 0.0, 0.0, 0.3, 0.1]])
 
 FIELDS = {
-    "m": Field(int, "number of distinct contexts", minimum=1),
-    "d": Field(int, "embedding dimension", minimum=1),
-    "V": Field(int, "vocabulary size", minimum=2),
-    "support": Field(int, "next-token support size |S_j| of every context", minimum=1),
-    "optimizer": Field(str, "gd | ngd (gradient-norm normalised GD) | adam", default="gd", choices=OPTIMIZERS),
-    "eta": Field(float, "step size (times lr); 0 = the paper's: gd 0.5, ngd/adam 0.01", default=0.0, minimum=0.0),
-    "init": Field(str, "lecun (N(0, 1/d)) or zero", default="lecun", choices=("lecun", "zero")),
-    "instance": Field(
-        str, "gaussian (spec §2.1) or toy2d (spec §2.2)", default="gaussian", choices=("gaussian", "toy2d")
-    ),
-    "svm_iters": Field(int, "FISTA iterations of the NTP-SVM dual (W^mm, separability)", default=2000, minimum=1),
+    "m": size("number of distinct contexts"),
+    "d": size("embedding dimension"),
+    "V": size("vocabulary size", minimum=2),
+    "support": traced(int, "next-token support size |S_j| of every context", minimum=1),
+    "optimizer": traced(str, "gd | ngd (gradient-norm normalised GD) | adam", "gd", OPTIMIZERS),
+    "eta": traced(float, "step size (times lr); 0 = the paper's: gd 0.5, ngd/adam 0.01", 0.0, minimum=0.0),
+    "init": static(str, "lecun (N(0, 1/d)) or zero", "lecun", ("lecun", "zero")),
+    "instance": static(str, "gaussian (spec §2.1) or toy2d (spec §2.2)", "gaussian", ("gaussian", "toy2d")),
+    "svm_iters": static(int, "FISTA iterations of the NTP-SVM dual (W^mm, separability)", 2000, minimum=1),
 }
 
 
@@ -95,27 +95,9 @@ def check(config) -> list[str]:
     return problems
 
 
-def shape(config, pad) -> dict:
-    return {
-        "init": config["init"],
-        "instance": config["instance"],
-        "svm_iters": config["svm_iters"],
-        "m": pad(config["m"], "m"),
-        "d": pad(config["d"], "d"),
-        "V": pad(config["V"], "V"),
-    }
-
-
-def dynamic(config) -> dict:
-    eta = float(config["eta"]) or PAPER_ETA[config["optimizer"]]
-    return {
-        "m": config["m"],
-        "d": config["d"],
-        "V": config["V"],
-        "support": config["support"],
-        "eta": eta,
-        "opt": OPTIMIZERS.index(config["optimizer"]),
-    }
+def resolve(config) -> dict:
+    """eta = 0 stands for the paper's step size of the run's optimiser."""
+    return {**config, "eta": float(config["eta"]) or PAPER_ETA[config["optimizer"]]}
 
 
 def padded(array: np.ndarray, shape) -> jax.Array:
@@ -233,12 +215,9 @@ def evaluate(params, problem, shape, dyn) -> dict:
     }
 
 
-def host_figure(path, config, seed: int, point: dict, variable: str | None, value):
-    """Figs 1–3: the instance's probabilities and, for d = 2, the rows of W^mm and W* (ntp_figures)."""
-    from jaxmem.experiments.thrampoulidis24 import reference as ref
-    from jaxmem.experiments.thrampoulidis24.figures import instance_figure
-
-    inst = host_instance(config, seed, point, variable, value)
+def host_figure(path, run: HostRun):
+    """Figs 1–3: the instance's probabilities and, for d = 2, the rows of W^mm and W* (figures.py)."""
+    inst = host_instance(run)
     mm = attempt(ref.w_mm, inst, [])
     return instance_figure(path, inst.H, inst.P, mm.W if mm is not None else None, ref.w_star(inst)[0])
 
@@ -252,26 +231,18 @@ def attempt(solve, inst, notes: list[str]):
         return None
 
 
-def host_instance(config, seed: int, point: dict, variable: str | None, value):
-    """The run's instance rebuilt on the host from its key, as a float64 ntp_reference.Instance."""
-    from jaxmem.experiments.thrampoulidis24 import reference as ref
-    from jaxmem.plan.buckets import problem_index
-    from jaxmem.engine.program import run_key
-
-    key = run_key(seed, problem_index(point, variable, value, SAME_PROBLEM_ACROSS))
-    dyn = {k: jnp.asarray(v) for k, v in dynamic(config).items()}
-    data = instance(key, shape(config, lambda n, _: n), dyn)
+def host_instance(run: HostRun) -> ref.Instance:
+    """The run's instance rebuilt on the host from its key, as a float64 reference.Instance."""
+    data = instance(run.key, run.shape, {k: jnp.asarray(v) for k, v in run.dyn.items()})
     return ref.Instance.from_arrays(
         *(np.asarray(data[k]) for k in ("H", "P", "mask", "pi")), np.asarray(data["tokens"])
     )
 
 
-def host_check(config, seed: int, point: dict, variable: str | None, value) -> dict:
-    """The instance re-solved in float64 (ntp_reference): W* by lstsq, separability by the HiGHS LP, W^mm by the
+def host_check(run: HostRun) -> dict:
+    """The instance re-solved in float64 (reference.py): W* by lstsq, separability by the HiGHS LP, W^mm by the
     clarabel QP with its worst KKT residual (spec §5.4 (a)–(f)) and twin-row gap (g); `problems` names bad input."""
-    from jaxmem.experiments.thrampoulidis24 import reference as ref
-
-    inst = host_instance(config, seed, point, variable, value)
+    inst = host_instance(run)
     W_star, residual = ref.w_star(inst)
     notes = ref.diagnose(inst)
     mm = attempt(ref.w_mm, inst, notes)
@@ -321,13 +292,13 @@ def select_by_index(index, choices: tuple[optax.GradientTransformation, ...]) ->
 
 
 def optimizer(dyn) -> optax.GradientTransformation:
-    """GD (sgd), NGD (∇/‖∇‖_F then sgd) or Adam (β 0.9/0.99, ε 1e-8) by dyn["opt"], at step lr·eta."""
+    """GD (sgd), NGD (∇/‖∇‖_F then sgd) or Adam (β 0.9/0.99, ε 1e-8) by dyn["optimizer"], at step lr·eta."""
     directions = (
         optax.identity(),
         normalize_by_global_norm(),
         optax.scale_by_adam(b1=0.9, b2=0.99, eps=1e-8),
     )
-    return optax.chain(select_by_index(dyn["opt"], directions), optax.scale(-dyn["lr"] * dyn["eta"]))
+    return optax.chain(select_by_index(dyn["optimizer"], directions), optax.scale(-dyn["lr"] * dyn["eta"]))
 
 
 def num_params(config) -> float:
@@ -368,14 +339,19 @@ METRICS = (
 )
 
 
-EXPERIMENT = experiment_from(
-    globals(),
+EXPERIMENT = Experiment(
     name="ntp_linear",
     doc="Next-token prediction with a linear decoder: gap to entropy, norm growth, P_F(W) → W* (Thrampoulidis 24)",
     fields=FIELDS,
+    init=init,
+    loss=loss,
+    evaluate=evaluate,
     metrics=METRICS,
+    optimizer=optimizer,
+    resolve=resolve,
+    check=check,
+    costs=Costs(params=num_params, bits=info_bits, flops_per_step=flops_per_step),
+    reference=Reference(check=host_check, figure=host_figure),
     same_problem_across=SAME_PROBLEM_ACROSS,
     precondition=("compatible", "separable"),
-    host_check=host_check,
-    host_figure=host_figure,
 )
