@@ -124,12 +124,19 @@ def _target_nll(z, y, loss_form):
     return -jnp.take_along_axis(jax.nn.log_softmax(z, axis=-1), y[:, None], axis=1)[:, 0]
 
 
+def mean_target_nll(z, y, rows, count, loss_form) -> jax.Array:
+    """Mean −log p̂(y|x) over the active `rows`. Inactive rows get zero logits BEFORE the softmax: their
+    own (relu(b)·W₂ in the mlp) can underflow it, and log(0) masked only afterwards still sends
+    0·∞ = NaN into the gradient (the double-where pattern)."""
+    nll = _target_nll(jnp.where(rows[:, None], z, 0.0), y, loss_form)
+    return jnp.sum(jnp.where(rows, nll, 0.0)) / count
+
+
 def loss(params, problem, shape, dyn, key=None) -> jax.Array:
     """Softmax cross-entropy over the M outputs, mean over the N inputs (full batch, §3.2: no
     sampling, so the step key is not used)."""
-    nll = _target_nll(logits(params, problem, shape, dyn), targets(shape, dyn), shape["loss_form"])
-    rows = jr.active_mask(shape["N"], dyn["N"])
-    return jnp.sum(jnp.where(rows, nll, 0.0)) / dyn["N"]
+    z, rows = logits(params, problem, shape, dyn), jr.active_mask(shape["N"], dyn["N"])
+    return mean_target_nll(z, targets(shape, dyn), rows, dyn["N"], shape["loss_form"])
 
 
 def evaluate(params, problem, shape, dyn) -> dict:
