@@ -70,11 +70,11 @@ def assert_padded_matches(small, big, metrics: tuple[str, ...], steps: int) -> N
     assert int(big.step[0]) == int(small.step[0]) == steps
 
 
-def jaxmem_cli(*args, env_extra=None, **kwargs) -> subprocess.Popen:
+def jaxmem_cli(*args, env_extra=None, cwd=ROOT, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env_extra or {})}
     return subprocess.Popen(
         [sys.executable, "-m", "jaxmem.cli", *map(str, args)],
-        cwd=ROOT,
+        cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
