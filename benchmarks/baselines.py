@@ -1,15 +1,16 @@
 """Baselines for the benchmarks: the runs of a jaxmem sweep, trained without the engine.
 
-Both baselines train the UNPADDED model of each run (shape = `exp.shape(config, identity)`), from
+Both baselines train the UNPADDED model of each run (`static_shape(exp, config, unpadded)`), from
 the engine's own key `run_key(seed, problem_index)`, with the experiment's own optimizer and the
-engine's stopping rule: evaluate at step 0 and after every `eval_every` steps; stop once the best
-metric reaches `stop_threshold` or `steps` steps ran. No padding, no vmap, no divergence guard.
+engine's stopping rule (`jaxmem.driver.sweep.settings_of`): evaluate at step 0 and after every
+`eval_every` steps; stop once the best metric reaches `stop_threshold` in the success rule's direction
+(`Settings.toward`) or `steps` steps ran. A construction (no loss) is evaluated, never trained. No
+padding, no vmap, no divergence guard.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 
 import jax
@@ -17,9 +18,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxmem.engine.program import Settings, batch_key, dyn_arrays
 from jaxmem.experiments.interface import Experiment
-from jaxmem.plan.buckets import make_run, point_id
-from jaxmem.engine.program import Settings, batch_key, dyn_arrays, run_key
+from jaxmem.plan import buckets
+from jaxmem.plan.runs import make_run, point_id, run_key
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,10 +37,13 @@ class RunSpec:
 
 @dataclasses.dataclass
 class Outcome:
+    """A baseline's run as the engine's `Finished` has it: best metric (in its own units), steps run, and
+    every metric at the last evaluation (so `jaxmem.driver.sweep.succeeded` judges it as the engine does)."""
+
     run_id: str
     best: float
     steps: int
-    final: float
+    final: dict
 
 
 @dataclasses.dataclass
@@ -52,14 +57,6 @@ class Timing:
     @property
     def run_s(self) -> float:
         return self.total_s - self.compile_s
-
-
-def settings_of(spec) -> Settings:
-    """The engine's training settings for a spec, as `jaxmem.driver.Sweep` sets them (history off)."""
-    train = spec.train
-    stop = train.early_stop if train.early_stop is not None else math.inf
-    success = spec.search.threshold if spec.search else stop
-    return Settings(train.steps, train.eval_every, train.metric, success, stop)
 
 
 def runs_from_table(spec, exp: Experiment, runs) -> list[RunSpec]:
@@ -79,9 +76,20 @@ def runs_from_table(spec, exp: Experiment, runs) -> list[RunSpec]:
 
 def unpadded(exp: Experiment, run: RunSpec) -> tuple[dict, tuple, dict]:
     """(shape, hashable shape key, dyn) of the run's unpadded model; dyn dtypes as in the engine."""
-    shape = exp.shape(run.config, lambda n, *_: n)
-    dyn = {k: v[0] for k, v in dyn_arrays([exp.dynamic(run.config)], [run.lr]).items()}
+    shape = buckets.static_shape(exp, run.config, buckets.unpadded)
+    dyn = {k: v[0] for k, v in dyn_arrays([buckets.traced_values(exp, run.config)], [run.lr]).items()}
     return shape, tuple(sorted(shape.items())), dyn
+
+
+def flops_per_step(exp: Experiment, config: dict) -> float:
+    """FLOPs of one training step of the run's true (unpadded) model: the cost of its resolved config."""
+    return exp.cost("flops_per_step", exp.effective(config))
+
+
+def useful_gflop(exp: Experiment, runs: list[RunSpec], steps: dict) -> float:
+    """Σ over the run ids in `steps` (those of `runs`) of flops_per_step × steps run, in GFLOP."""
+    configs = {r.run_id: r.config for r in runs}
+    return sum(flops_per_step(exp, configs[run_id]) * n for run_id, n in steps.items()) / 1e9
 
 
 def evaluation(exp, shape):
@@ -92,6 +100,11 @@ def evaluation(exp, shape):
         return {k: jnp.asarray(v, jnp.float32) for k, v in exp.evaluate(params, problem, shape, dyn).items()}
 
     return evaluate
+
+
+def floats(metrics: dict) -> dict:
+    """Metrics read back from the device as Python floats."""
+    return {k: float(v) for k, v in jax.device_get(metrics).items()}
 
 
 def _sgd_step(exp, shape):
@@ -106,8 +119,10 @@ def _sgd_step(exp, shape):
 # -- (b) one jitted while_loop program per run ---------------------------------------------------------
 def make_while_program(exp: Experiment, shape: dict, settings: Settings):
     """train(seed, problem_index, dyn) -> (best, steps, metrics at the last evaluation): the whole run in
-    one program, `while (not stopped) { fori_loop(eval_every steps); evaluate }`."""
+    one program, `while (not stopped) { fori_loop(eval_every steps); evaluate }`. The best metric is
+    kept where higher is better (`settings.toward`) and returned in the metric's units."""
     step, evaluate = _sgd_step(exp, shape), evaluation(exp, shape)
+    score = lambda metrics: settings.toward(metrics[settings.metric])  # noqa: E731
 
     def train(seed, problem_index, dyn):
         key = run_key(seed, problem_index)
@@ -117,7 +132,7 @@ def make_while_program(exp: Experiment, shape: dict, settings: Settings):
 
         def keep_going(carry):
             _, _, steps, best, _ = carry
-            return (best < settings.stop_threshold) & (steps < settings.steps)
+            return (best < settings.toward(settings.stop_threshold)) & (steps < settings.steps)
 
         def block(carry):
             params, opt_state, steps, best, _ = carry
@@ -128,11 +143,13 @@ def make_while_program(exp: Experiment, shape: dict, settings: Settings):
                 (params, opt_state),
             )
             metrics = evaluate(params, problem, dyn)
-            return params, opt_state, steps + settings.eval_every, jnp.maximum(best, metrics[settings.metric]), metrics
+            return params, opt_state, steps + settings.eval_every, jnp.maximum(best, score(metrics)), metrics
 
-        carry = (params, opt_state, jnp.int32(0), first[settings.metric], first)
-        _, _, steps, best, last = jax.lax.while_loop(keep_going, block, carry)
-        return best, steps, last
+        carry = (params, opt_state, jnp.int32(0), score(first), first)
+        if exp.trainable:  # a construction compiles no training step
+            carry = jax.lax.while_loop(keep_going, block, carry)
+        _, _, steps, best, last = carry
+        return settings.toward(best), steps, last
 
     return train
 
@@ -150,21 +167,23 @@ def run_while_loops(exp: Experiment, runs: list[RunSpec], settings: Settings) ->
             timing.compile_s += time.perf_counter() - t
             timing.compiles += 1
         best, steps, last = jax.device_get(programs[key](*args))
-        outcomes.append(Outcome(run.run_id, float(best), int(steps), float(last[settings.metric])))
+        outcomes.append(Outcome(run.run_id, float(best), int(steps), floats(last)))
     timing.total_s = time.perf_counter() - start
     return outcomes, timing
 
 
 # -- (c) per-step Python loop around a jitted train step -----------------------------------------------
 def make_step_functions(exp: Experiment, shape: dict):
-    """Jitted (init, step, evaluate) functions of one unpadded shape, research-code style."""
+    """Jitted (init, step, evaluate) functions of one unpadded shape, research-code style; step is None
+    for a construction (no loss)."""
 
     def init(seed, problem_index, dyn):
         key = run_key(seed, problem_index)
         params, problem = exp.init(key, shape, dyn)
         return params, exp.optimizer(dyn).init(params), problem, key
 
-    return jax.jit(init), jax.jit(_sgd_step(exp, shape), donate_argnums=(0, 1)), jax.jit(evaluation(exp, shape))
+    step = jax.jit(_sgd_step(exp, shape), donate_argnums=(0, 1)) if exp.trainable else None
+    return jax.jit(init), step, jax.jit(evaluation(exp, shape))
 
 
 def python_loop_run(fns, run: RunSpec, dyn: dict, settings: Settings) -> Outcome:
@@ -172,17 +191,18 @@ def python_loop_run(fns, run: RunSpec, dyn: dict, settings: Settings) -> Outcome
     init, step, evaluate = fns
     dyn = jax.device_put(dyn)
     params, opt_state, problem, key = init(np.int32(run.seed), np.int32(run.problem_index), dyn)
-    best = final = float(jax.device_get(evaluate(params, problem, dyn))[settings.metric])
+    final = floats(evaluate(params, problem, dyn))
+    best = settings.toward(final[settings.metric])  # higher is better
     steps = 0
     for _ in range(settings.steps):
-        if best >= settings.stop_threshold:
+        if best >= settings.toward(settings.stop_threshold):
             break
         params, opt_state = step(params, opt_state, problem, dyn, key, np.int32(steps))
         steps += 1
         if steps % settings.eval_every == 0:
-            final = float(jax.device_get(evaluate(params, problem, dyn))[settings.metric])
-            best = max(best, final)
-    return Outcome(run.run_id, best, steps, final)
+            final = floats(evaluate(params, problem, dyn))
+            best = max(best, settings.toward(final[settings.metric]))
+    return Outcome(run.run_id, settings.toward(best), steps, final)
 
 
 def warm_up(fns, run: RunSpec, dyn: dict) -> float:
@@ -192,7 +212,8 @@ def warm_up(fns, run: RunSpec, dyn: dict) -> float:
     dyn = jax.device_put(dyn)
     params, opt_state, problem, key = init(np.int32(run.seed), np.int32(run.problem_index), dyn)
     jax.block_until_ready(evaluate(params, problem, dyn))
-    jax.block_until_ready(step(params, opt_state, problem, dyn, key, np.int32(0)))
+    if step is not None:
+        jax.block_until_ready(step(params, opt_state, problem, dyn, key, np.int32(0)))
     return time.perf_counter() - start
 
 
@@ -229,7 +250,7 @@ def matmul_peak(n: int = 2048, repeats: int = 10) -> float:
 # -- sweeps without a search ------------------------------------------------------------------------
 def runs_from_spec(spec, exp: Experiment) -> list[RunSpec]:
     """Every run of a sweep WITHOUT a threshold search (points × seeds × learning rates), in spec order,
-    with the run ids and problem indices the engine gives them (`jaxmem.plan.make_run`)."""
+    with the run ids and problem indices the engine gives them (`jaxmem.plan.runs.make_run`)."""
     if spec.search is not None:
         raise ValueError("runs_from_spec: the sweep has a search; read its runs back with runs_from_table")
     out = []

@@ -25,8 +25,9 @@ import common as C  # noqa: E402
 import jaxmem.driver.sweep as driver  # noqa: E402
 from jaxmem.engine.executor import BucketRunner  # noqa: E402
 from jaxmem.experiments.registry import get as get_experiment  # noqa: E402
-from jaxmem.spec.sweep import load  # noqa: E402
 from jaxmem.persistence.store import Store  # noqa: E402
+from jaxmem.plan.buckets import padded_config  # noqa: E402
+from jaxmem.spec.sweep import load  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC, PRESET = ROOT / "sweeps/nichani24/fig1_mlp.toml", "quick"
@@ -60,8 +61,8 @@ class EngineProbe:
             program = runner.program
             record = buckets.setdefault(
                 runner.bucket.id,
-                {"label": runner.bucket.label(), "shape": runner.bucket.shape_dict, "slots": runner.n_slots,
-                 "compile_s": program.seconds, "segments": [], "step_s": 0.0},
+                {"bucket": runner.bucket, "slots": runner.n_slots, "compile_s": program.seconds, "segments": [],
+                 "step_s": 0.0},
             )  # fmt: skip
 
             def program_probe(*args):  # out[1] = blocks run in this segment (read after the sweep)
@@ -110,30 +111,25 @@ def run_jaxmem(spec) -> dict:
 
 
 # -- analysis ------------------------------------------------------------------------------------------
-def useful_gflop(exp, configs: dict, steps: dict) -> float:
-    return sum(exp.flops_per_step(configs[r]) * s for r, s in steps.items()) / 1e9
-
-
-def bucket_rows(exp, spec, runs, probe: EngineProbe) -> list[dict]:
+def bucket_rows(exp, spec, runs, run_specs: list[B.RunSpec], probe: EngineProbe) -> list[dict]:
     """Per bucket: slots, segments, live vs executed slot-steps, shape padding, useful/executed FLOPs."""
+    configs = {r.run_id: r.config for r in run_specs}
     rows = []
     for bucket_id, b in probe.buckets.items():
         mine = runs[runs.bucket == bucket_id]
-        configs = [exp.complete(_config(r)) for r in mine.itertuples()]
         if not b["segments"] or mine.empty:
             continue
         blocks = sum(int(n) for n in b["segments"])
         slot_steps = blocks * spec.train.eval_every * b["slots"]
         live_steps = int(mine.steps_run.sum())
-        padded = dict(configs[0])
-        padded.update({k: v for k, v in b["shape"].items() if k in padded and type(v) is int})
-        useful = sum(exp.flops_per_step(c) * s for c, s in zip(configs, mine.steps_run)) / 1e9
-        executed = exp.flops_per_step(padded) * slot_steps / 1e9
-        shape_waste = exp.flops_per_step(padded) * live_steps / 1e9 / useful if useful else float("nan")
+        padded_flops = exp.cost("flops_per_step", padded_config(exp, b["bucket"], configs[mine.run_id.iloc[0]]))
+        useful = B.useful_gflop(exp, run_specs, dict(zip(mine.run_id, mine.steps_run)))
+        executed = padded_flops * slot_steps / 1e9
+        shape_waste = padded_flops * live_steps / 1e9 / useful if useful else float("nan")
         rows.append(
             {
                 "bucket": bucket_id,
-                "label": _short_label(b["shape"]),
+                "label": _short_label(b["bucket"].shape_dict),
                 "slots": b["slots"],
                 "runs": len(mine),
                 "segments": len(b["segments"]),
@@ -151,17 +147,14 @@ def bucket_rows(exp, spec, runs, probe: EngineProbe) -> list[dict]:
     return sorted(rows, key=lambda r: -r["seconds"])
 
 
-def _config(row) -> dict:
-    return {k: getattr(row, k) for k in ("model", "d", "m", "N", "M", "init", "loss_form", "mlp_bias")}
-
-
 def _short_label(shape: dict) -> str:
     return f"d={shape['d']} m={shape['m']} N={shape['N']} M={shape['M']}"
 
 
-def agreement(runs, outcomes: list[B.Outcome], threshold: float) -> dict:
+def agreement(runs, outcomes: list[B.Outcome], succeeded) -> dict:
+    """How a baseline's `outcomes` agree with (a)'s `runs` table; `succeeded(outcome)` is the sweep's rule."""
     ref = runs.set_index("run_id")
-    success = [(bool(ref.loc[o.run_id, "success"]), o.best >= threshold) for o in outcomes]
+    success = [(bool(ref.loc[o.run_id, "success"]), succeeded(o)) for o in outcomes]
     same_steps = sum(int(ref.loc[o.run_id, "steps_run"]) == o.steps for o in outcomes)
     diff = [abs(float(ref.loc[o.run_id, "max_metric"]) - o.best) for o in outcomes]
     return {
@@ -217,7 +210,7 @@ def render(info, spec, peak, a, methods, agree, buckets, every) -> str:
         f"{a['run_sweep_s']:.1f} s). The host side is timed by wrapping engine methods (no engine code "
         "changed).\n"
         "- **(b) per-run jit**: for each run one jitted program `while (not stopped) { fori_loop(eval_every "
-        "train steps); evaluate }` on the unpadded model (`exp.shape(config, lambda n, *_: n)`); dyn "
+        "train steps); evaluate }` on the unpadded model (`static_shape(exp, config, unpadded)`); dyn "
         "(sizes, lr) and the key are traced, so it compiles once per distinct shape (AOT "
         "`lower().compile()`, timed apart).\n"
         "- **(c) per-step Python loop**: jitted init / train step (params and optimizer state donated) / "
@@ -225,14 +218,14 @@ def render(info, spec, peak, a, methods, agree, buckets, every) -> str:
         "metric read on the host every eval_every steps. Compile = first call of the three functions "
         "per shape (trace + compile + one execution).\n"
         "- **Same runs, same numbers**: keys are the engine's own `run_key(seed, problem_index)`, "
-        "problem_index recomputed with `jaxmem.plan.make_run` (its run_id is checked against the stored "
+        "problem_index recomputed with `jaxmem.plan.runs.make_run` (its run_id is checked against the stored "
         "one); same `exp.init`, `exp.loss`, `exp.optimizer`, `exp.evaluate`; same stop rule (evaluate at "
         "step 0 and every eval_every steps, stop once best accuracy ≥ threshold or at `steps`). "
         "Baselines have no divergence guard (the engine's per-step NaN check and freeze); no run "
         "diverged.\n"
-        "- **GFLOP/s** = Σ over runs of `exp.flops_per_step(config) × steps_run` (each method's own "
-        "steps_run, true unpadded sizes: useful work only) / wall time excluding compile. **Peak** = "
-        "best of 10 jitted 2048×2048 float32 matmuls through JAX.\n"
+        "- **GFLOP/s** = Σ over runs of `exp.cost('flops_per_step', exp.effective(config)) × steps_run` "
+        "(each method's own steps_run, true unpadded sizes: useful work only) / wall time excluding compile. "
+        "**Peak** = best of 10 jitted 2048×2048 float32 matmuls through JAX.\n"
     )
     for name, k in (("(b)", every["b"]), ("(c)", every["c"])):
         if k > 1:
@@ -353,7 +346,7 @@ def main() -> None:
 
     spec = load(SPEC, PRESET)
     exp = get_experiment(spec.experiment)
-    settings = B.settings_of(spec)
+    settings = driver.settings_of(spec)
     info = C.machine()
     C.log(f"machine: {info}")
     with C.CpuShare() as cpu:
@@ -368,11 +361,10 @@ def main() -> None:
     runs = a["runs"]
     assert not runs.diverged.any(), "a run diverged; the baselines have no divergence guard"
     run_specs = B.runs_from_table(spec, exp, runs)
-    configs = {r.run_id: r.config for r in run_specs}
     a["n_runs"] = len(run_specs)
     a["n_shapes"] = len({B.unpadded(exp, r)[1] for r in run_specs})
     a_steps = dict(zip(runs.run_id, runs.steps_run.astype(int)))
-    a["gflop"] = useful_gflop(exp, configs, a_steps)
+    a["gflop"] = B.useful_gflop(exp, run_specs, a_steps)
     C.log(
         f"(a) {a['total_s']:.1f} s ({a['compiles']} compiles, {a['compile_s']:.1f} s), {len(runs)} runs, "
         f"{a['n_shapes']} shapes"
@@ -401,11 +393,11 @@ def main() -> None:
         with C.CpuShare() as cpu:
             outcomes, timing = fn(exp, subset, settings)
         steps = {o.run_id: o.steps for o in outcomes}
-        gflop = useful_gflop(exp, configs, steps)
+        gflop = B.useful_gflop(exp, run_specs, steps)
         run_s, compile_s, compiles = timing.run_s, timing.compile_s, timing.compiles
         scale = 1.0  # CPU seconds scale like the wall time
         if k > 1:  # scale to the full set
-            run_s *= a["gflop"] / useful_gflop(exp, configs, {r: a_steps[r] for r in steps})
+            run_s *= a["gflop"] / B.useful_gflop(exp, run_specs, {r: a_steps[r] for r in steps})
             compile_s *= a["n_shapes"] / compiles
             compiles = a["n_shapes"]
             scale = (run_s + compile_s) / timing.total_s
@@ -422,10 +414,10 @@ def main() -> None:
                 "cpu_s": cpu.mine_s * scale,
             }
         )
-        agree[name] = agreement(runs, outcomes, settings.hit_threshold)
+        agree[name] = agreement(runs, outcomes, lambda o: driver.succeeded(spec.success, settings, o))
         C.log(f"{label} {timing.total_s:.1f} s ({compiles} compiles, {timing.compile_s:.1f} s)")
 
-    buckets = bucket_rows(exp, spec, runs, a["probe"])
+    buckets = bucket_rows(exp, spec, runs, run_specs, a["probe"])
     text = render(info, spec, peak, a, methods, agree, buckets, {"b": args.b_every, "c": args.c_every})
     text += f"\nBenchmark wall time (whole script): {time.perf_counter() - started:.0f} s.\n"
     args.out.write_text(text)

@@ -31,8 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import baselines as B  # noqa: E402
 import common as C  # noqa: E402
 
+import jaxmem.driver.sweep as driver  # noqa: E402
 from jaxmem.experiments.registry import get as get_experiment  # noqa: E402
-from jaxmem.plan.buckets import Bucket, padded_config  # noqa: E402
+from jaxmem.plan.buckets import Bucket, padding_waste  # noqa: E402
 from jaxmem.spec.sweep import parse  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -186,11 +187,6 @@ class Timed:
         return self.gflop / self.run_s
 
 
-def useful_gflop(exp, runs: list[B.RunSpec], steps: dict) -> float:
-    """Σ over runs of flops_per_step(true config) × steps run, in GFLOP."""
-    return sum(exp.flops_per_step(r.config) * steps[r.run_id] for r in runs) / 1e9
-
-
 def time_engine(spec, exp, runs: list[B.RunSpec]) -> tuple[Timed, C.EngineRun]:
     """(a): `run_sweep` of the spec, timed (report excluded)."""
     with C.CpuShare() as cpu:
@@ -202,7 +198,7 @@ def time_engine(spec, exp, runs: list[B.RunSpec]) -> tuple[Timed, C.EngineRun]:
         len(a.compiles),
         a.compile_s,
         a.run_s,
-        useful_gflop(exp, runs, steps),
+        B.useful_gflop(exp, runs, steps),
         cpu.share,
         cpu.mine_s,
         a.parts[C.SEGMENTS],
@@ -217,7 +213,7 @@ def time_baseline(name: str, method, exp, runs: list[B.RunSpec], settings, every
     with C.CpuShare() as cpu:
         outcomes, timing = method(exp, subset, settings)
     scale = len(runs) / len(subset)
-    work = useful_gflop(exp, subset, {o.run_id: o.steps for o in outcomes}) * scale
+    work = B.useful_gflop(exp, subset, {o.run_id: o.steps for o in outcomes}) * scale
     note = f"{len(subset)} of {len(runs)} runs measured, run time × {scale:g}" if every > 1 else ""
     run_s = timing.run_s * scale
     timed = Timed(
@@ -239,7 +235,7 @@ def measure_family(family: Family) -> dict:
     """The family's runs three ways, the engine's slots and padding, and how far the results agree."""
     spec = family.spec()
     exp = get_experiment(spec.experiment)
-    runs, settings = B.runs_from_spec(spec, exp), B.settings_of(spec)
+    runs, settings = B.runs_from_spec(spec, exp), driver.settings_of(spec)
     C.log(f"{family.experiment}: {len(runs)} runs × {family.steps} steps; (a) jaxmem ...")
     a, engine = time_engine(spec, exp, runs)
     methods, finals = [a], {}
@@ -250,14 +246,14 @@ def measure_family(family: Family) -> dict:
         C.log(f"{family.experiment}: {name} ...")
         timed, outcomes = time_baseline(name, method, exp, runs, settings, every)
         methods.append(timed)
-        finals[name[:3]] = {o.run_id: o.final for o in outcomes}
+        finals[name[:3]] = {o.run_id: o.final[settings.metric] for o in outcomes}
     a_final = dict(zip(engine.runs.run_id, engine.runs.final_metric.astype(float)))
     return {
         "family": family,
         "methods": methods,
         "engine": engine,
         "padding": padding(exp, engine.compiles, runs[0].config) if family.steps else math.nan,
-        "flops_per_step": exp.flops_per_step(runs[0].config),
+        "flops_per_step": B.flops_per_step(exp, runs[0].config),
         "agreement": {k: max(abs(a_final[r] - v) for r, v in f.items()) for k, f in finals.items()},
     }
 
@@ -266,8 +262,7 @@ def padding(exp, compiles, config: dict) -> float:
     """FLOPs per step of the engine's padded shape ÷ those of the true config."""
     shape = compiles["shape"].iloc[0]
     shape = shape if isinstance(shape, dict) else json.loads(shape)
-    padded = padded_config(Bucket(exp.name, tuple(sorted(shape.items()))), config)
-    return exp.flops_per_step(padded) / exp.flops_per_step(config)
+    return padding_waste(exp, Bucket(exp.name, tuple(sorted(shape.items()))), [config])
 
 
 def measure_scaling(scaling: Scaling) -> list[dict]:
@@ -278,7 +273,7 @@ def measure_scaling(scaling: Scaling) -> list[dict]:
     cells = []
     for n in scaling.sizes:
         family = dataclasses.replace(base, fixed={**base.fixed, "N": n})
-        flops = exp.flops_per_step(exp.complete(family.fixed))
+        flops = B.flops_per_step(exp, family.fixed)
         modes = {"one program": True, "default slots": False} if n == scaling.sizes[0] else {"one program": True}
         for r in scaling.runs:
             if r * base.steps * flops / 1e9 > scaling.budget:
@@ -290,7 +285,7 @@ def measure_scaling(scaling: Scaling) -> list[dict]:
                 cells.append({"N": n, "mode": mode, "timed": timed})
         C.log(f"scaling N={n}: (b) on 4 runs ...")
         spec = family.spec(seeds=4)
-        timed, _ = time_baseline("(b)", B.run_while_loops, exp, B.runs_from_spec(spec, exp), B.settings_of(spec))
+        timed, _ = time_baseline("(b)", B.run_while_loops, exp, B.runs_from_spec(spec, exp), driver.settings_of(spec))
         cells.append({"N": n, "mode": "(b)", "timed": timed})
     return cells
 
@@ -489,7 +484,7 @@ def render(info, load, peak, results, cells, scaling: Scaling, args, script_s) -
         "(as the engine records them); (b) and (c) run the unpadded model. The final metrics differ only by float "
         "rounding (padded and batched against unpadded single-run computations), which can move a run that "
         "sits on a decision boundary.",
-        "- **(a)** `jaxmem.driver.run_sweep(spec, tmpdir, quiet=True)` with the sweep's engine settings, default "
+        "- **(a)** `jaxmem.driver.sweep.run_sweep(spec, tmpdir, quiet=True)` with the sweep's engine settings, default "
         "otherwise (slot count from the work per step, padding ladder); store writes and checkpoints included, "
         "the report written at the end excluded. Compile = the store's `compiles` table (AOT, one per bucket).",
         "- **(b)** `baselines.run_while_loops`: one jitted `while (not done) { fori_loop(eval_every steps); "

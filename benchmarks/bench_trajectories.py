@@ -33,7 +33,7 @@ import baselines as B  # noqa: E402
 import common as C  # noqa: E402
 
 from jaxmem.experiments.registry import get as get_experiment  # noqa: E402
-from jaxmem.engine.program import run_key  # noqa: E402
+from jaxmem.plan.runs import run_key  # noqa: E402
 from jaxmem.spec.sweep import parse  # noqa: E402
 from jaxmem.persistence.store import load_results  # noqa: E402
 

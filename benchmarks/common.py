@@ -173,7 +173,7 @@ class EngineRun:
 
 
 def run_engine(spec, out_dir: Path | None = None, parts=ENGINE_PARTS) -> EngineRun:
-    """`jaxmem.driver.run_sweep(spec)` into `out_dir` (a temporary folder if None), timed; `parts` are
+    """`jaxmem.driver.sweep.run_sweep(spec)` into `out_dir` (a temporary folder if None), timed; `parts` are
     (owner, name, label) engine methods to time as well (see `timed_methods`)."""
     seconds, memory = {}, {}
 

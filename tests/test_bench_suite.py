@@ -27,6 +27,7 @@ def test_every_family_is_a_valid_sweep_of_alike_runs(name):
         assert spec.train.early_stop is None  # same work for every method
         assert f.steps % f.eval_every == 0
         assert len({B.unpadded(exp, r)[1] for r in runs}) == 1  # one shape: (b) and (c) compile once
+        assert not f.steps or B.flops_per_step(exp, runs[0].config) > 0  # useful GFLOP/s has a numerator
 
 
 def test_every_shipped_experiment_has_a_family():

@@ -35,13 +35,14 @@ from jaxmem.engine.executor import (
 from jaxmem.experiments.registry import get as get_experiment
 from jaxmem.spec.expr import evaluate
 from jaxmem.persistence.lock import OutputLock
-from jaxmem.plan.buckets import Bucket, Run, bucket_of, make_run, padded_config, padder, point_id
+from jaxmem.plan.runs import Run, make_run, point_id
+from jaxmem.plan.buckets import Bucket, bucket_of, padded_config, padder
 from jaxmem.driver.progress import Progress
 from jaxmem.engine.program import Settings
 from jaxmem.report.from_store import report
 from jaxmem.persistence.shards import merge_shards
 from jaxmem.spec.sweep import SweepSpec
-from jaxmem.persistence.store import Store, StoreError
+from jaxmem.persistence.store import SESSION, Store, StoreError, elapsed
 from jaxmem.plan.trajectory_grid import on_grid
 
 EXIT_INTERRUPTED = 130
@@ -72,6 +73,35 @@ class Unit:
         return f"{point_id(self.point)}/{self.seed}"
 
 
+def settings_of(spec: SweepSpec) -> Settings:
+    """The program's training settings: the success rule's metric and direction (a run without one
+    never stops early and never succeeds), its threshold for steps_to_threshold, `train.early_stop`."""
+    train, rule = spec.train, spec.success
+    higher = rule is None or rule.direction == "at_least"
+    never = math.inf if higher else -math.inf
+    return Settings(
+        steps=train.steps,
+        eval_every=train.eval_every,
+        metric=rule.metric if rule else train.metric,
+        hit_threshold=rule.threshold if rule else never,
+        stop_threshold=train.early_stop if train.early_stop is not None else never,
+        history=HISTORY if spec.engine.record_trajectory else 0,
+        integrator=train.integrator,
+        rtol=train.rtol,
+        atol=train.atol,
+        higher_is_better=higher,
+    )
+
+
+def succeeded(rule, settings: Settings, f: Finished) -> bool:
+    """Whether a finished run meets the success rule: its best or its final evaluation reaches the
+    threshold in the rule's direction."""
+    if rule is None:
+        return False
+    value = f.best if rule.counts == "best" else f.final.get(rule.metric, math.nan)
+    return bool(settings.toward(value) >= settings.toward(rule.threshold))
+
+
 class Sweep:
     def __init__(
         self,
@@ -100,20 +130,7 @@ class Sweep:
         self.enqueued: set[str] = set()  # run ids handed to a runner (a runner keeps a run until it finishes)
         self.run_cache: dict[tuple, list[Run]] = {}  # see _runs_for
         self.turn = 0
-        search, train = spec.search, spec.train
-        threshold = search.threshold if search else (train.early_stop if train.early_stop is not None else math.inf)
-        self.success_threshold = threshold
-        self.settings = Settings(
-            steps=train.steps,
-            eval_every=train.eval_every,
-            metric=train.metric,
-            hit_threshold=threshold,
-            stop_threshold=train.early_stop if train.early_stop is not None else math.inf,
-            history=HISTORY if spec.engine.record_trajectory else 0,
-            integrator=train.integrator,
-            rtol=train.rtol,
-            atol=train.atol,
-        )
+        self.settings = settings_of(spec)
         self.stop_signal: int | None = None
         engine = spec.engine
         self.pad = padder(engine.pad_ratio, engine.search_pad_ratio, (spec.search.variable,) if spec.search else ())
@@ -195,8 +212,8 @@ class Sweep:
             "rounds": b.rounds,
             "probes": b.probes,
             "non_monotone": b.non_monotone,
-            "params": self.exp.num_params(at_capacity or {**config, variable: b.lo}),  # the variable may size it
-            "bits": self.exp.info_bits(at_capacity) if at_capacity else math.nan,
+            "params": self.exp.cost("params", self.exp.effective(at_capacity or {**config, variable: b.lo})),  # the variable may size it
+            "bits": self.exp.cost("bits", self.exp.effective(at_capacity)) if at_capacity else math.nan,
             "status": "done",
         }
 
@@ -233,7 +250,7 @@ class Sweep:
             * len(self.spec.train.learning_rates)
             * (self.spec.search.probes + 2 if self.spec.search else 1)
         )
-        flops = self.exp.flops_per_step(padded_config(bucket, self.exp.complete(run.config)))
+        flops = self.exp.cost("flops_per_step", padded_config(self.exp, bucket, run.config))
         per_device = slots_per_device(flops, per_round, self.devices[0].platform, self.spec.engine.max_slots)
         return per_device * len(self.devices)
 
@@ -355,7 +372,7 @@ class Sweep:
         return self.exp.failed_checks(f.final) if self.settings.steps else []
 
     def _success(self, f: Finished) -> bool:
-        return f.best >= self.success_threshold
+        return succeeded(self.spec.success, self.settings, f)
 
     def _run_row(self, f: Finished, runner: BucketRunner) -> dict:
         r = f.run
@@ -405,14 +422,19 @@ def _describe(run: Run) -> str:
 
 
 def claim(store: Store, spec: SweepSpec) -> None:
-    """Bind an output folder to one sweep; refuse a folder holding another."""
+    """Bind an output folder to one sweep, refusing a folder holding another (naming the fields that
+    differ), and open this run's session: the time of a run killed before it could add its own, up to
+    the last time the store records, goes into `elapsed_s` first (see jaxmem.persistence.store.elapsed)."""
     meta = store.meta()
+    resolved = json.dumps(spec.resolved, sort_keys=True, default=str)
     if "fingerprint" in meta and meta["fingerprint"] != spec.fingerprint:
+        changes = spec_changes(json.loads(meta.get("resolved_spec", "{}")), json.loads(resolved))
         raise StoreError(
             f"output folder {store.path.parent} holds a different sweep "
-            f"({meta.get('spec', '?')}, preset {meta.get('preset', '?') or 'none'}); "
+            f"({meta.get('spec', '?')}, preset {meta.get('preset', '?') or 'none'}{changes}); "
             "choose another --out or delete the folder"
         )
+    total, now = elapsed(meta, store.last_write() or 0.0), time.time()
     store.set_meta(
         {
             "fingerprint": spec.fingerprint,
@@ -420,9 +442,38 @@ def claim(store: Store, spec: SweepSpec) -> None:
             "preset": spec.preset,
             "experiment": spec.experiment,
             "jaxmem_version": __version__,
-            "resolved_spec": json.dumps(spec.resolved, sort_keys=True, default=str),
+            "resolved_spec": resolved,
+            "elapsed_s": str(total),
+            SESSION: {"started_at": now, "elapsed_s": total},
         }
     )
+
+
+def spec_changes(old: dict, new: dict, shown: int = 3) -> str:
+    """'; it differs in <path>: <old> → <new>, ...' for the dotted fields that differ between two
+    resolved specs (the first `shown` of them, then how many more), or '' when none does."""
+    before, after = _leaves(old), _leaves(new)
+    paths = sorted(p for p in before.keys() | after.keys() if _shown(before, p) != _shown(after, p))
+    if not paths:
+        return ""
+    listed = ", ".join(f"{p}: {_shown(before, p)} → {_shown(after, p)}" for p in paths[:shown])
+    more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
+    return f"; it differs in {listed}{more}"
+
+
+def _leaves(tree: dict, prefix: str = "") -> dict:
+    """A nested dict's leaves (an empty dict is one) by dotted path."""
+    found = {}
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        found.update(_leaves(value, f"{path}.") if isinstance(value, dict) and value else {path: value})
+    return found
+
+
+def _shown(leaves: dict, path: str, width: int = 40) -> str:
+    """A leaf's value as JSON, cut to `width` characters; '(none)' where the spec has no such field."""
+    text = json.dumps(leaves[path]) if path in leaves else "(none)"
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def run_sweep(
