@@ -10,11 +10,12 @@ import pytest
 
 from jaxmem.report import write_report
 from jaxmem.report.final_metrics import best_runs, capacity_metrics_table, expand_final_metrics
-from jaxmem.report.heatmap import heatmap_cells, heatmap_spec, overlay_line, point_cells
+from jaxmem.report.heatmap import heatmap_cells, point_cells
 from jaxmem.report.heatmap_plot import boundary_path, cell_edges
 from jaxmem.report.tradeoff import analyse
 from jaxmem.report.from_store import report
 from jaxmem.persistence.store import Store
+from jaxmem.spec.sweep import SpecError, stored_report_spec
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 HS = (1, 2, 4, 8, 16)
@@ -31,6 +32,15 @@ HEATMAP = {
         {"x": 1280, "y": [1660, 4300], "label": "paper floor"},
     ],
 }
+
+
+def options(table: dict, train: dict | None = None):
+    """A `[report]` table (with the sweep's [train] table) as the report reads it."""
+    return stored_report_spec({"report": table, "train": train or {}})
+
+
+def heatmap_spec(table: dict, train: dict | None = None):
+    return options({"heatmap": table}, train).heatmap
 
 
 def stores(H, m):
@@ -119,7 +129,7 @@ def test_best_runs_keeps_best_lr_per_point_and_seed():
 
 
 def test_heatmap_cells_floor_and_tradeoff_boundary():
-    spec = heatmap_spec({"heatmap": HEATMAP})
+    spec = heatmap_spec(HEATMAP)
     points = point_cells(expanded(grid_runs()), spec)
     assert len(points) == len(HS) * len(MS)
     row = points[(points["H"] == 4) & (points["m"] == 64)].iloc[0]
@@ -141,7 +151,7 @@ def test_cells_average_seeds_before_the_threshold():
     raw = grid_runs()
     hit = (raw["point"] == "H16m128") & (raw["seed"] == 1) & (raw["lr"] == 1e-2)
     raw.loc[hit, "max_metric"] = 0.9
-    spec = heatmap_spec({"heatmap": HEATMAP})
+    spec = heatmap_spec(HEATMAP)
     cells = heatmap_cells(point_cells(expanded(raw), spec), spec)
     cell = cells[(cells["x"] == 4096) & (cells["y"] == 4096)].iloc[0]
     assert cell["max_metric"] == pytest.approx(0.95) and cell["n_success"] == 1 and not cell["reaches"]
@@ -177,27 +187,27 @@ def test_no_floor_inside_the_grid_and_none_reaching():
 
 
 def test_heatmap_spec_defaults_and_errors():
-    assert heatmap_spec({}) is None
-    spec = heatmap_spec({"heatmap": {"x": "H", "y": "m"}}, {"early_stop": 1.0})
+    assert options({}).heatmap is None
+    spec = heatmap_spec({"x": "H", "y": "m"}, {"early_stop": 1.0})
     assert spec.threshold == 1.0 and spec.metric == "max_metric" and spec.x_label == "H"
-    assert heatmap_spec({"heatmap": {"x": "H", "y": "m"}}, {"early_stop": None}).threshold == 0.99
-    assert heatmap_spec({"heatmap": {"x": "H", "y": "m"}}).threshold == 0.99
-    loss = heatmap_spec({"heatmap": {"x": "H", "y": "m", "better": "min", "threshold": 0.1}})
+    assert heatmap_spec({"x": "H", "y": "m"}, {"early_stop": False}).threshold == 0.99
+    assert heatmap_spec({"x": "H", "y": "m"}).threshold == 0.99
+    loss = heatmap_spec({"x": "H", "y": "m", "better": "min", "threshold": 0.1})
     assert loss.reaches([0.05, 0.2, float("nan")]).tolist() == [True, False, False]
-    with pytest.raises(ValueError, match="unknown keys"):
-        heatmap_spec({"heatmap": {"x": "H", "y": "m", "colour": "red"}})
-    with pytest.raises(ValueError, match="x and y"):
-        heatmap_spec({"heatmap": {"x": "H"}})
-    with pytest.raises(ValueError, match="exactly one of x, y"):
-        overlay_line(0, {"x": 1, "y": 2})
+    with pytest.raises(SpecError, match="report.heatmap.colour: unknown key"):
+        heatmap_spec({"x": "H", "y": "m", "colour": "red"})
+    with pytest.raises(SpecError, match="report.heatmap.y: missing"):
+        heatmap_spec({"x": "H"})
+    with pytest.raises(SpecError, match=r"report.heatmap.lines\[0\]: needs x and y, exactly one of x, y"):
+        heatmap_spec({"x": "H", "y": "m", "lines": [{"x": 1, "y": 2}]})
 
 
 def test_overlay_lines_in_plot_units():
-    slanted = overlay_line(0, HEATMAP["lines"][0])
-    assert slanted.x[0] == 1280 and slanted.x[-1] == 4700
-    np.testing.assert_allclose(slanted.y, 2300 - slanted.x / 2)
-    vertical = overlay_line(1, HEATMAP["lines"][1])
-    assert (vertical.x == 1280).all() and vertical.y[0] == 1660 and vertical.y[-1] == 4300
+    slanted, vertical = heatmap_spec(HEATMAP).lines
+    sx, sy, vx, vy = (np.array(v) for v in (slanted.x, slanted.y, vertical.x, vertical.y))
+    assert sx[0] == 1280 and sx[-1] == 4700
+    np.testing.assert_allclose(sy, 2300 - sx / 2)
+    assert (vx == 1280).all() and vy[0] == 1660 and vy[-1] == 4300
     assert vertical.label == "paper floor" and vertical.color == "red"
 
 
@@ -211,9 +221,10 @@ def test_cell_edges_and_boundary_staircase():
 
 
 def test_write_report_grid_sweep(tmp_path):
-    report_spec = {"title": "trade-off", "heatmap": HEATMAP}
+    train = {"metric": "accuracy", "early_stop": 1.0}
+    report_spec = options({"title": "trade-off", "heatmap": HEATMAP}, train)
     runs = expanded(grid_runs())
-    paths = write_report(tmp_path, report_spec, pd.DataFrame(), runs, {}, {"metric": "accuracy", "early_stop": 1.0})
+    paths = write_report(tmp_path, report_spec, pd.DataFrame(), runs, {}, train)
     assert [p.name for p in paths] == ["heatmap.csv", "heatmap.png", "report.md"]
     assert (tmp_path / "heatmap.png").read_bytes()[:8] == PNG_MAGIC
     csv = pd.read_csv(tmp_path / "heatmap.csv")
@@ -238,7 +249,7 @@ def test_write_report_grid_sweep(tmp_path):
 
 def test_write_report_grid_sweep_without_heatmap(tmp_path):
     raw = grid_runs(seeds=(0,)).drop(columns="final_metrics")  # an old store: no final_metrics column
-    paths = write_report(tmp_path, {}, pd.DataFrame(), expanded(raw), {})
+    paths = write_report(tmp_path, options({}), pd.DataFrame(), expanded(raw), {})
     assert [p.name for p in paths] == ["report.md"]
     text = (tmp_path / "report.md").read_text()
     assert "## Grid points" in text and "Heatmap" not in text
@@ -287,7 +298,7 @@ def test_capacity_metrics_at_the_largest_successful_probe(tmp_path):
     # Seed 0: value 40, lr 1e-2 (loss 0.41); seed 1: value 60, lr 1e-2 (loss 0.61).
     assert row["capacity"] == 50 and row["searches"] == 2 and row["max_metric"] == 1.0
     assert row["final_loss"] == pytest.approx((0.41 + 0.61) / 2)
-    write_report(tmp_path, {}, searches, runs, {}, {"metric": "accuracy"})
+    write_report(tmp_path, options({}), searches, runs, {}, {"metric": "accuracy"})
     text = (tmp_path / "report.md").read_text()
     assert "## Metrics at capacity" in text
     assert "| params | N (mean) | searches | max accuracy | final accuracy | final loss |" in text
@@ -318,7 +329,7 @@ def test_report_from_a_store_expands_final_metrics_in_runs_csv(tmp_path):
 
 def test_search_sweep_before_its_first_search_is_not_a_grid(tmp_path):
     _, runs = search_and_runs()
-    paths = write_report(tmp_path, {"heatmap": HEATMAP}, pd.DataFrame(), runs, {})
+    paths = write_report(tmp_path, options({"heatmap": HEATMAP}), pd.DataFrame(), runs, {})
     assert [p.name for p in paths] == ["report.md"]
     text = (tmp_path / "report.md").read_text()
     assert "Grid points" not in text and "Heatmap" not in text and "Probe runs: 12" in text

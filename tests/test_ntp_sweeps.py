@@ -11,7 +11,6 @@ from jaxmem.driver.sweep import run_sweep
 from jaxmem.plan.buckets import host_run
 from jaxmem.experiments.thrampoulidis24 import ntp_linear as nt
 from jaxmem.report.rates import rate_tables, rates_section
-from jaxmem.report.trajectory_spec import trajectory_spec
 from jaxmem.persistence.store import load_results
 
 SEEDS = [0, 1, 2]
@@ -77,17 +76,14 @@ def test_rates_fit_log_and_power_laws_and_trends_count_moves_against():
     steps = np.array([1, 10, 100, 1000, 2000, 5000, 10000], float)
     cos = np.array([0.1, 0.5, 0.4, 0.8, 0.9, 0.95, 0.97])
     frame = frame_of(steps, {"w": 2.5 * np.log(steps) + 1.0, "gap": 3.0 / steps, "cos": cos, "target": 2.0})
-    spec = trajectory_spec(
-        {
-            "trajectory": {
-                "rates": [
-                    {"metric": "w", "scale": "log", "predicted": "target", "tolerance": 0.3, "label": "norm"},
-                    {"metric": "gap", "scale": "loglog", "predicted": "-1", "label": "gap"},
-                ],
-                "trends": [{"metric": "cos", "direction": "increasing", "label": "cos"}],
-            }
-        }
-    )
+    table = {
+        "rates": [
+            {"metric": "w", "scale": "log", "predicted": "target", "tolerance": 0.3, "label": "norm"},
+            {"metric": "gap", "scale": "loglog", "predicted": "-1", "label": "gap"},
+        ],
+        "trends": [{"metric": "cos", "direction": "increasing", "label": "cos"}],
+    }
+    spec = specmod.stored_report_spec({"report": {"trajectory": table}}).trajectory
     runs = pd.DataFrame({"run_id": ["r"], "panel": ["all"], "series": ["all"], "seed": [0]})
     rates, trends = rate_tables(frame, runs, spec)
     norm, gap = rates.set_index("rate").loc["norm"], rates.set_index("rate").loc["gap"]

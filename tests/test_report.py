@@ -8,8 +8,14 @@ import pytest
 
 from jaxmem.report import collapse_stats, fit_power_law, point_table, summarise, write_report
 from jaxmem.report.analysis import apply_fit, usable_mask
+from jaxmem.spec.sweep import stored_report_spec
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def options(table: dict):
+    """A `[report]` table as the report reads it."""
+    return stored_report_spec({"report": table})
 
 
 def solve_n_log_n(target, c):
@@ -100,7 +106,7 @@ def test_fit_power_law_degenerate_and_invalid():
 
 def test_slope_recovered_with_fit_transform():
     searches = linear_am_searches(noise=0.05)
-    s = summarise({"fit": "N*log(N)", "expect_slope": [0.9, 1.1]}, searches)
+    s = summarise(options({"fit": "N*log(N)", "expect_slope": [0.9, 1.1]}), searches)
     assert s["slope"] == pytest.approx(1.0, abs=0.03)
     assert s["slope_seed_mean"] == pytest.approx(1.0, abs=0.05)
     assert 0 < s["slope_seed_std"] < 0.1
@@ -113,12 +119,12 @@ def test_slope_recovered_with_fit_transform():
 
 def test_fit_transform_changes_slope():
     searches = linear_am_searches()
-    raw = summarise({}, searches)["slope"]
-    fitted = summarise({"fit": "N*log(N)"}, searches)["slope"]
+    raw = summarise(options({}), searches)["slope"]
+    fitted = summarise(options({"fit": "N*log(N)"}), searches)["slope"]
     assert fitted == pytest.approx(1.0, abs=1e-6)
     # N alone grows slower than d² because of the log: local slope ≈ 1.7/2.
     assert 0.8 < raw < 0.9
-    assert summarise({"expect_slope": [0.95, 1.05]}, searches)["pass"] is False
+    assert summarise(options({"expect_slope": [0.95, 1.05]}), searches)["pass"] is False
 
 
 def test_apply_fit_uses_expression():
@@ -127,7 +133,7 @@ def test_apply_fit_uses_expression():
 
 
 def test_collapse_perfect_groups():
-    spec = {"fit": "N*log(N)", "group_by": ["m_over_d"], "collapse": True}
+    spec = options({"fit": "N*log(N)", "group_by": ["m_over_d"], "collapse": True})
     c = summarise(spec, mlp_searches())["collapse"]
     assert c["rms"] < 1e-6 and c["max_abs"] < 1e-6
     assert c["spread"] == pytest.approx(1.0, abs=1e-6)
@@ -136,7 +142,7 @@ def test_collapse_perfect_groups():
 
 
 def test_collapse_offset_groups():
-    spec = {"fit": "N*log(N)", "group_by": ["m_over_d"], "collapse": True}
+    spec = options({"fit": "N*log(N)", "group_by": ["m_over_d"], "collapse": True})
     c = summarise(spec, mlp_searches(offsets=(1.0, 2.0, 4.0, 8.0)))["collapse"]
     assert c["rms"] > 0.3
     assert c["max_abs"] > c["rms"]
@@ -161,8 +167,8 @@ def test_censored_and_nan_excluded():
             search_row("d512", 0, {"model": "linear", "d": 512}, float("nan"), 512**2, float("nan")),
         ]
     )
-    s_clean = summarise({"fit": "N*log(N)"}, searches)
-    s = summarise({"fit": "N*log(N)"}, pd.concat([searches, extra], ignore_index=True))
+    s_clean = summarise(options({"fit": "N*log(N)"}), searches)
+    s = summarise(options({"fit": "N*log(N)"}), pd.concat([searches, extra], ignore_index=True))
     assert s["excluded"] == 3
     assert s["excluded_points"] == 1
     assert s["n_points"] == 6
@@ -188,15 +194,17 @@ def test_point_table_aggregates_seeds():
 
 
 def test_write_report_files(tmp_path):
-    spec = {
-        "title": "MLP AM capacity",
-        "fit": "N*log(N)",
-        "x_label": "md",
-        "guide": {"expr": "2*0.35*N*log(N)", "label": "2md = 2·0.35·N ln N (paper)"},
-        "group_by": ["m_over_d"],
-        "expect_slope": [0.9, 1.1],
-        "collapse": True,
-    }
+    spec = options(
+        {
+            "title": "MLP AM capacity",
+            "fit": "N*log(N)",
+            "x_label": "md",
+            "guide": {"expr": "2*0.35*N*log(N)", "label": "2md = 2·0.35·N ln N (paper)"},
+            "group_by": ["m_over_d"],
+            "expect_slope": [0.9, 1.1],
+            "collapse": True,
+        }
+    )
     searches = mlp_searches()
     meta = {"spec": "nichani24/mlp_am", "preset": "tiny", "device": "cpu", "wall_time_s": 125.0, "git": "abc"}
     paths = write_report(tmp_path, spec, searches, runs_frame(), meta)
@@ -220,14 +228,14 @@ def test_write_report_files(tmp_path):
 
 def test_write_report_fail_verdict_without_groups(tmp_path):
     searches = linear_am_searches().drop(columns=["model"])
-    write_report(tmp_path, {"expect_slope": [1.5, 2.0]}, searches, pd.DataFrame(), {})
+    write_report(tmp_path, options({"expect_slope": [1.5, 2.0]}), searches, pd.DataFrame(), {})
     text = (tmp_path / "report.md").read_text()
     assert "**FAIL**" in text and "No probe runs recorded." in text
 
 
 def test_write_report_empty_searches(tmp_path):
     empty = pd.DataFrame(columns=["point", "seed", "variable", "capacity", "censored", "params", "bits"])
-    paths = write_report(tmp_path, {"fit": "N*log(N)", "group_by": ["m_over_d"]}, empty, runs_frame(), {})
+    paths = write_report(tmp_path, options({"fit": "N*log(N)", "group_by": ["m_over_d"]}), empty, runs_frame(), {})
     assert [p.name for p in paths] == ["report.md"]
     assert not (tmp_path / "capacity.png").exists()
     text = (tmp_path / "report.md").read_text()

@@ -2,16 +2,23 @@
 
 import copy
 import itertools
+import json
 import math
 import tomllib
 from pathlib import Path
 
 import pytest
+from helpers import jaxmem_cli
 
-from jaxmem.spec.sweep import SearchSpec, SpecError, TrainSpec, axis_values, load, parse
+from jaxmem.cli.main import main
+from jaxmem.spec.report_tables import Guide, ReportSpec
+from jaxmem.spec.sweep import SearchSpec, SpecError, SuccessRule, TrainSpec, axis_values, load, parse, read_toml
 
 REPO = Path(__file__).resolve().parents[1]
 FIG1 = REPO / "sweeps" / "nichani24" / "fig1_mlp.toml"
+ESCAPE = REPO / "sweeps" / "nichani24" / "escape_times.toml"
+CROSINGS = "report.trajectory.crosings: unknown key (did you mean 'crossings'?)"
+SLOP = "report.expect_slop: unknown key (did you mean 'expect_slope'?)"
 
 
 def base(**override):
@@ -87,7 +94,9 @@ def test_fig1_quick_preset_is_the_default():
     assert {(p["d"], p["m_over_d"]) for p in spec.points} == expected
     assert all(p["m"] == p["m_over_d"] * p["d"] for p in spec.points)
     # the preset replaces the grid table's axes but base tables it does not mention survive
-    assert spec.report == raw["report"]
+    assert spec.resolved["report"] == raw["report"]
+    assert spec.report.fit == raw["report"]["fit"] and spec.report.guide.expr == raw["report"]["guide"]["expr"]
+    assert spec.report.expect_slope == tuple(raw["report"]["expect_slope"]) and spec.report.collapse is True
     assert spec.search.mode == raw["search"]["mode"]
 
 
@@ -619,3 +628,212 @@ def test_pad_to_max_puts_points_that_differ_in_those_sizes_in_one_program():
     assert "in 3 buckets" in dry_run(parse(raw, name="t"))
     merged = dry_run(parse({**raw, "engine": {"pad_to_max": ["m"]}}, name="t"))
     assert "in 1 buckets" in merged and "m=32" in merged  # the largest m, 24, on the padding ladder
+
+
+# -- the report tables: typed, every key and expression checked before anything runs --------------------
+
+
+def crosings() -> dict:
+    """The escape-times sweep with `crossings` misspelled in its [report.trajectory] table."""
+    raw = read_toml(ESCAPE)
+    raw["report"]["trajectory"]["crosings"] = raw["report"]["trajectory"].pop("crossings")
+    return raw
+
+
+def test_report_tables_are_typed():
+    spec = load(FIG1)
+    assert isinstance(spec.report, ReportSpec) and spec.report.heatmap is None
+    assert spec.report.guide == Guide("0.7*N*log(N)", "md = 0.35·N ln N (authors' guide)")
+    assert spec.report.group_by == ("m_over_d",) and spec.report.search_goal == "largest"
+    trajectory = load(ESCAPE).report.trajectory
+    assert [c.label for c in trajectory.crossings] == ["relation learned", "subject learned"]
+    assert set(trajectory.escape.predicted) == {"relation learned", "subject learned"}
+
+
+def test_misspelled_report_keys_name_the_closest_valid_one():
+    _, problems = problems_of(crosings())
+    assert problems[0] == CROSINGS
+    _, problems = problems_of(with_(base(), "report.expect_slop", [0.9, 1.1]))
+    assert problems == [SLOP]
+
+
+@pytest.mark.parametrize("raw, message", [(crosings(), CROSINGS), (with_(base(), "report.expect_slop", [1, 2]), SLOP)])
+def test_misspelled_report_keys_exit_2_before_anything_runs(tmp_path, capsys, raw, message):
+    path = tmp_path / "typo.toml"
+    path.write_text(json_toml(raw))
+    out_dir = tmp_path / "out"
+    for argv in (["run", str(path), "--dry-run"], ["run", str(path), "--out", str(out_dir)]):
+        code = main(argv)
+        out, err = capsys.readouterr()
+        assert code == 2 and err.startswith(f"jaxmem: error: invalid sweep spec {path}") and message in err
+        assert "Traceback" not in out + err
+    assert not out_dir.exists()
+
+
+def test_misspelled_report_key_in_a_real_run_exits_2_without_a_traceback(tmp_path):
+    path = tmp_path / "typo.toml"
+    path.write_text(json_toml(crosings()))
+    process = jaxmem_cli("run", path, "--out", tmp_path / "out")
+    output, _ = process.communicate(timeout=300)
+    assert process.returncode == 2 and CROSINGS in output and "Traceback" not in output, output
+
+
+def json_toml(raw: dict) -> str:
+    """A spec as TOML: every top-level entry an inline value (JSON strings and arrays are TOML)."""
+
+    def value(v):
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{json.dumps(k)} = {value(x)}" for k, x in v.items()) + "}"
+        if isinstance(v, list):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        return json.dumps(v)
+
+    return "".join(f"{json.dumps(k)} = {value(v)}\n" for k, v in raw.items())
+
+
+@pytest.mark.parametrize(
+    "path, value, message",
+    [
+        ("report", [], "report: must be a table, got []"),
+        ("report.fit", "N*log(NN)", "report.fit: 'NN' is not the searched variable (did you mean 'N'?)"),
+        ("report.fit", "N*", "report.fit: cannot parse expression 'N*'"),
+        ("report.guide", {"expr": "2*n"}, "report.guide.expr: 'n' is not the searched variable (did you mean 'N'?)"),
+        ("report.guide", {"expr": "N", "lable": "x"}, "report.guide.lable: unknown key (did you mean 'label'?)"),
+        ("report.group_by", ["m_over_dd"], "report.group_by: 'm_over_dd' is not a config field (did you mean"),
+        ("report.x", "parms", "report.x: 'parms' is not a config field, params or bits (did you mean 'params'?)"),
+        ("report.expect_slope", [1.1, 0.9], "report.expect_slope: lo must not exceed hi, got [1.1, 0.9]"),
+        ("report.expect_slope", [1], "report.expect_slope: must be [lo, hi], got [1]"),
+        ("report.collapse", "yes", "report.collapse: must be true or false, got 'yes'"),
+        ("report.title", 3, "report.title: must be a string, got 3"),
+        ("report.heatmap", {"x": "d*mm", "y": "d"}, "report.heatmap.x: 'mm' is not a config field (did you mean 'm'?)"),
+        ("report.heatmap", {"x": "d"}, "report.heatmap.y: missing"),
+        ("report.heatmap", {"x": "d", "y": "m", "treshold": 1}, "report.heatmap.treshold: unknown key (did you mean"),
+        ("report.heatmap", {"x": "d", "y": "m", "better": "most"}, "report.heatmap.better: must be one of ['max',"),
+        (
+            "report.heatmap",
+            {"x": "d", "y": "m", "lines": [{"x": [1, 2], "y": "log(-x)"}]},
+            "report.heatmap.lines[0].y: cannot evaluate 'log(-x)'",
+        ),
+        (
+            "report.heatmap",
+            {"x": "d", "y": "m", "lines": [{"x": [1, 2], "y": "2*d"}]},
+            "report.heatmap.lines[0].y: 'd' is not the line's variable x",
+        ),
+        (
+            "report.trajectory",
+            {"crossings": [{"metric": "acc", "below": 0.5}]},
+            "report.trajectory.crossings[0].metric: 'acc' is not a recorded metric; allowed: accuracy, loss",
+        ),
+        (
+            "report.trajectory",
+            {"references": [{"y": "log(dd)"}]},
+            "report.trajectory.references[0].y: 'dd' is not a config field, lr or seed (did you mean 'd'?)",
+        ),
+        (
+            "report.trajectory",
+            {"group_by": "modle"},
+            "report.trajectory.group_by: 'modle' is not a config field, lr or seed (did you mean 'model'?)",
+        ),
+        (
+            "report.trajectory",
+            {"rates": [{"metric": "loss", "predicted": "los * 2"}]},
+            "report.trajectory.rates[0].predicted: 'los' is not a config field, lr, seed, step, time or a recorded "
+            "metric (did you mean 'loss'?)",
+        ),
+        (
+            "report.trajectory",
+            {"plateau": {"metric": "loss", "near": 1, "tol": -1}},
+            "report.trajectory.plateau[0].tol: must be a number >= 0, got -1",
+        ),
+        ("report.trajectory", {"stages": {"from": 0, "to": 1}}, "report.trajectory.stages: must be a list of tables"),
+        (
+            "report.trajectory",
+            {"crossings": [{"metric": "loss", "below": 1}], "escape": {"x": "d", "predicted": {"loss ≤ 2": 1}}},
+            "report.trajectory.escape.predicted.loss ≤ 2: unknown key (did you mean 'loss ≤ 1'?)",
+        ),
+    ],
+    ids=lambda v: str(v)[:40] if isinstance(v, str) else None,
+)
+def test_bad_report_tables_name_the_field(path, value, message):
+    _, problems = problems_of(with_(base(), path, value))
+    assert message in "\n".join(problems), problems
+
+
+def test_report_names_are_checked_against_the_run_they_describe():
+    """Helper axes, the searched variable and, with gradient flow, the solver's step count are names too."""
+    trajectory = {"group_by": ["m_over_d", "N"], "metrics": ["loss"], "references": [{"y": "log(m_over_d * N)"}]}
+    spec = parse(with_(base(), "report.trajectory", trajectory), "t")
+    assert spec.report.trajectory.group_by == ("m_over_d", "N")
+    solver = with_(base(), "report.trajectory", {"metrics": ["solver_steps"]})
+    assert "'solver_steps' is not a recorded metric" in problems_of(solver)[0]
+    assert parse(with_(solver, "train.integrator", "gradient_flow"), "t").report.trajectory.metrics == ("solver_steps",)
+
+
+def test_unknown_keys_in_presets_name_the_preset():
+    raw = base(presets={"quick": {"trian": {"steps": 32}}, "paper": {"serch": {}, "seeds": 1}, "big": 3})
+    _, problems = problems_of(raw)
+    assert "presets.quick.trian: unknown section or key (did you mean 'train'?)" in problems
+    assert "presets.paper.serch: unknown section or key (did you mean 'search'?)" in problems
+    assert "presets.big: must be a table, got 3" in problems
+
+
+# -- the success rule ------------------------------------------------------------------------------------
+
+
+def grid_only(train: dict | None = None, **override):
+    """base() without its search (N fixed), its [train] table updated by `train`."""
+    raw = base(fixed={"model": "mlp", "N": 16}, **override)
+    del raw["search"]
+    raw["train"].update(train or {})
+    return raw
+
+
+def test_success_rule_without_a_success_table_keeps_the_legacy_meaning():
+    assert parse(base(), "t").success == SuccessRule("accuracy", "at_least", 0.99, "best")  # search's default
+    assert parse(with_(base(), "search.threshold", 0.9), "t").success == SuccessRule("accuracy", "at_least", 0.9)
+    assert parse(grid_only({"early_stop": 1.0}), "t").success == SuccessRule("accuracy", "at_least", 1.0)
+    assert parse(grid_only({"early_stop": False}), "t").success is None
+    assert parse(grid_only({"metric": "loss"}), "t").success == SuccessRule("loss", "at_least", 0.99)
+
+
+def test_success_table():
+    table = {"metric": "loss", "at_most": 0.05, "counts": "final"}
+    assert parse(base(success=table), "t").success == SuccessRule("loss", "at_most", 0.05, "final")
+    assert parse(grid_only(success={"at_least": 40}), "t").success == SuccessRule("accuracy", "at_least", 40.0)
+    assert parse(base(success={"at_most": -2.5}), "t").success.threshold == -2.5  # any finite number
+
+
+def test_success_and_legacy_threshold_together_is_an_error_naming_both():
+    _, problems = problems_of(with_(base(success={"at_least": 0.9}), "search.threshold", 0.95))
+    assert any("success" in p and "search.threshold" in p for p in problems), problems
+
+
+def test_the_legacy_threshold_alone_stays_in_0_1():
+    assert "search.threshold: must be in (0, 1], got 2.0" in problems_of(with_(base(), "search.threshold", 2.0))[0]
+
+
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ({"metric": "los", "at_most": 0.1}, "success.metric: 'los' is not a metric of assoc_memory (did you mean"),
+        ({"metric": "loss"}, "success: needs exactly one of at_least, at_most, got neither"),
+        ({"at_least": 0.9, "at_most": 0.1}, "success: needs exactly one of at_least, at_most, got ['at_least', 'at_mo"),
+        ({"at_least": math.inf}, "success.at_least: must be a finite number, got inf"),
+        ({"at_least": "high"}, "success.at_least: must be a finite number, got 'high'"),
+        ({"at_least": 0.9, "counts": "last"}, "success.counts: must be one of ['best', 'final'], got 'last'"),
+        ({"at_least": 0.9, "conuts": "best"}, "success.conuts: unknown key (did you mean 'counts'?)"),
+        (5, "success: must be a table, got 5"),
+    ],
+)
+def test_bad_success_tables_name_the_field(table, message):
+    message_text, _ = problems_of(base(success=table))
+    assert message in message_text, message_text
+
+
+def test_derived_success_rule_leaves_the_fingerprint_as_it_was():
+    """Derived defaults stay out of `resolved`: every existing spec keeps its fingerprint (pinned:
+    these are the fingerprints before [success] existed)."""
+    spec = parse(base(), "t")
+    assert spec.success is not None and "success" not in spec.resolved
+    assert load(REPO / "tests" / "specs" / "tiny_mlp.toml").fingerprint == "0bbb02b67a2d3107"
+    assert load(REPO / "tests" / "specs" / "tiny_linear.toml").fingerprint == "da4d9e8fbca248a3"

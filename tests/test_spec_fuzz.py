@@ -1,8 +1,9 @@
 """Property-based fuzzing of sweep specs (hypothesis): whatever a spec file holds, `jaxmem run SPEC
 --dry-run` either plans it or exits 2 with a `jaxmem: error: ...` message, never a traceback.
 
-Specs are valid bases mutated at random paths (wrong types, odd numbers, bad expressions, unknown or
-missing keys and sections, bad presets), plus raw bytes, random text and `extends` chains and cycles.
+Specs are valid bases mutated at random paths (wrong types, odd numbers, bad expressions, unknown,
+misspelled or missing keys and sections, bad presets), plus raw bytes, random text and `extends` chains
+and cycles; the report tables ([report], [report.heatmap], [report.trajectory]) also on their own.
 """
 
 import contextlib
@@ -46,10 +47,61 @@ BASES = [
     },
     read_toml(ROOT / "sweeps" / "nichani24" / "escape_times.toml"),  # a shipped spec, as written
 ]
+REPORT = {  # every key of the report tables, valid for BASES[0]
+    "title": "fuzz",
+    "x": "params",
+    "x_label": "params",
+    "fit": "N*log(N)",
+    "guide": {"expr": "2*N", "label": "guide"},
+    "group_by": ["m"],
+    "expect_slope": [0.5, 2.0],
+    "collapse": True,
+    "references": False,
+    "heatmap": {
+        "x": "m*d",
+        "y": "ratio",
+        "x_label": "md",
+        "y_label": "ratio",
+        "metric": "max_metric",
+        "better": "max",
+        "threshold": 0.9,
+        "vmin": 0.0,
+        "vmax": 1.0,
+        "annotate": True,
+        "lines": [{"x": [1, 100], "y": "2 + x/2", "label": "l", "color": "red", "style": "-"}, {"x": 8, "y": [1, 2]}],
+    },
+    "trajectory": {
+        "metrics": ["loss", "accuracy"],
+        "x": "time",
+        "x_scale": "log",
+        "y_scale": "linear",
+        "x_label": "t",
+        "y_label": "v",
+        "title": "curves",
+        "layout": "metric",
+        "log_y": ["loss"],
+        "group_by": ["m"],
+        "color_by": ["lr"],
+        "seeds": "band",
+        "references": [{"y": "log(m)", "label": "ln m", "color": "0.3", "style": "--"}],
+        "stages": [{"from": 0, "to": 32, "label": "early", "color": "0.9"}],
+        "crossings": [{"metric": "accuracy", "above": "0.5", "label": "half"}, {"metric": "loss", "below": 1}],
+        "plateau": {"metric": "loss", "near": "log(d)", "tol": 0.1, "label": "p"},
+        "escape": {"x": "log(m)", "x_label": "ln m", "y": "step", "group_by": ["d"], "tolerance": 0.2,
+                   "predicted": {"half": "1/lr"}},
+        "rates": [{"metric": "loss", "scale": "loglog", "decades": 1, "predicted": "-1", "tolerance": 0.1,
+                   "label": "r"}],
+        "trends": [{"metric": "accuracy", "direction": "increasing", "tol": 1e-6, "label": "up"}],
+    },
+}
 
 NAMES = ["d", "m", "N", "M", "H", "S", "model", "steps", "variable", "lo", "hi", "range", "log_range", "exponents"]
 NAMES += ["num", "base", "round", "quick", "paper", "fixed", "grid", "derived", "train", "search", "engine"]
 NAMES += ["presets", "extends", "experiment", "seeds", "learning_rates", "pad_to_max", "goal", "mode", "integrator"]
+NAMES += ["report", "success", "metric", "at_least", "at_most", "counts", "best", "final", "loss", "accuracy"]
+NAMES += ["fit", "guide", "expr", "label", "group_by", "expect_slope", "collapse", "heatmap", "trajectory", "x", "y"]
+NAMES += ["lines", "metrics", "crossings", "below", "above", "plateau", "near", "tol", "escape", "predicted"]
+NAMES += ["references", "stages", "from", "to", "rates", "trends", "scale", "log_y", "layout", "lr", "time"]
 EXPRESSIONS = [
     "d ** 2",
     "d **",
@@ -151,19 +203,33 @@ def parent_of(spec: dict, path: tuple) -> dict:
     return spec
 
 
-def mutate(spec: dict, data) -> None:
-    """One random edit: set a value, delete a key, add an unknown key, or rename a key."""
-    path = data.draw(st.sampled_from(paths(spec)), label="path")
+def typo(word: str, data) -> str:
+    """`word` with one letter dropped, doubled, or swapped with the next."""
+    i = data.draw(st.integers(0, max(len(word) - 1, 0)), label="letter")
+    kind = data.draw(st.sampled_from(["drop", "double", "swap"]), label="typo")
+    if kind == "drop":
+        return word[:i] + word[i + 1 :]
+    if kind == "double":
+        return word[: i + 1] + word[i:]
+    return word[:i] + word[i + 1 : i + 2] + word[i : i + 1] + word[i + 2 :]
+
+
+def mutate(spec: dict, data, choices: list[tuple] | None = None) -> None:
+    """One random edit at one of `choices` (default: any path): set a value, delete a key, add an
+    unknown key, rename a key, or misspell it."""
+    path = data.draw(st.sampled_from(choices or paths(spec)), label="path")
     parent = parent_of(spec, path)
-    kind = data.draw(st.sampled_from(["set", "delete", "add", "rename"]), label="kind")
+    kind = data.draw(st.sampled_from(["set", "delete", "add", "rename", "typo"]), label="kind")
     if kind == "set":
         parent[path[-1]] = data.draw(VALUES, label="value")
     elif kind == "delete":
         del parent[path[-1]]
     elif kind == "add":
         parent[data.draw(KEYS, label="new key")] = data.draw(VALUES, label="value")
-    else:
+    elif kind == "rename":
         parent[data.draw(KEYS, label="new name")] = parent.pop(path[-1])
+    else:
+        parent[typo(str(path[-1]), data)] = parent.pop(path[-1])
 
 
 # -- the property --------------------------------------------------------------------------------------
@@ -200,6 +266,30 @@ def test_mutated_specs_are_planned_or_refused_clearly(folder, data):
             break
         mutate(spec, data)
     path = folder / "mutated.toml"
+    path.write_text(toml(spec))
+    assert_planned_or_refused(path)
+
+
+def test_the_report_base_is_valid(folder):
+    path = folder / "report.toml"
+    path.write_text(toml({**BASES[0], "report": REPORT}))
+    code, out, err = dry_run(path)
+    assert code == 0, err
+
+
+@FUZZ
+@given(data=st.data())
+def test_mutated_report_tables_are_planned_or_refused_clearly(folder, data):
+    """Edits inside [report], [report.heatmap] and [report.trajectory] only: a SpecError naming the
+    field (exit 2) or a valid spec, never another exception."""
+    spec = copy.deepcopy({**BASES[0], "report": REPORT})
+    for _ in range(data.draw(st.integers(1, 3), label="edits")):
+        report = spec.get("report")
+        choices = paths(report, ("report",)) if isinstance(report, dict) else []
+        if not choices:
+            break
+        mutate(spec, data, choices)
+    path = folder / "mutated_report.toml"
     path.write_text(toml(spec))
     assert_planned_or_refused(path)
 

@@ -3,6 +3,7 @@ curves have known crossings, plateaus and escape slopes: no training."""
 
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -12,8 +13,8 @@ from jaxmem.report import write_report
 from jaxmem.report.escape import escape_fits, fit_line
 from jaxmem.report.stages import first_crossing, plateau
 from jaxmem.report.trajectory_data import planned_runs
-from jaxmem.report.trajectory_spec import trajectory_spec
 from jaxmem.report.from_store import report
+from jaxmem.spec.sweep import SpecError, stored_report_spec
 from jaxmem.persistence.store import Store, load_results
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -43,6 +44,16 @@ TRAJECTORY = {
         "predicted": {"relation learned": "1/(lr*0.07655)", "subject learned": "1/(lr*0.02923)"},
     },
 }
+
+
+
+def options(table: dict):
+    """A `[report]` table as the report reads it."""
+    return stored_report_spec({"report": table})
+
+
+def trajectory_spec(table: dict):
+    return options({"trajectory": table}).trajectory
 
 
 def ramp(step, centre):
@@ -155,25 +166,30 @@ def test_fit_line_slope_and_standard_error():
 def test_trajectory_spec_defaults_and_errors():
     spec = trajectory_spec({})
     assert spec.x == "step" and spec.metrics is None and spec.crossings == () and spec.escape is None
-    full = trajectory_spec({"trajectory": TRAJECTORY})
+    full = trajectory_spec(TRAJECTORY)
     assert [c.label for c in full.crossings] == ["relation learned", "subject learned"]
     assert full.escape.y == "step" and full.escape.group_by == ("model",) and full.escape.tolerance == 0.1
     assert full.plateaus[0].near == "log(D)" and full.stages[1].start == 1800
-    assert {"D", "S", "init_scale", "lr"} <= full.names()
-    bad = [
-        {"bogus": 1},
-        {"x": "epoch"},
-        {"crossings": [{"metric": "loss"}]},
-        {"crossings": [{"metric": "loss", "below": 1, "above": 2}]},
-        {"stages": [{"from": 5, "to": 1}]},
-        {"plateau": {"metric": "loss", "near": 1}},
-        {"escape": {"x": "log(1/init_scale)"}},  # no crossings to fit
-        {"crossings": [{"metric": "loss", "below": 1, "label": "a"}], "escape": {"x": "a", "predicted": {"b": 1}}},
-        {"references": [{"y": "log(("}]},
-    ]
-    for table in bad:
-        with pytest.raises(ValueError):
-            trajectory_spec({"trajectory": table})
+    bad = {
+        "report.trajectory.bogus: unknown key": {"bogus": 1},
+        "report.trajectory.x: must be one of ['step', 'time'], got 'epoch'": {"x": "epoch"},
+        "crossings[0]: needs exactly one of below, above": {"crossings": [{"metric": "loss"}]},
+        "crossings[0]: needs exactly one of": {"crossings": [{"metric": "loss", "below": 1, "above": 2}]},
+        "stages[0]: to (1) must be larger than from (5)": {"stages": [{"from": 5, "to": 1}]},
+        "plateau[0].tol: missing": {"plateau": {"metric": "loss", "near": 1}},
+        "escape: needs report.trajectory.crossings": {"escape": {"x": "log(1/init_scale)"}},
+        "escape.predicted.b: unknown key": {
+            "crossings": [{"metric": "loss", "below": 1, "label": "a"}],
+            "escape": {"x": "a", "predicted": {"b": 1}},
+        },
+        "references[0].y: cannot parse expression": {"references": [{"y": "log(("}]},
+        "crossings[0].lable: unknown key (did you mean 'label'?)": {
+            "crossings": [{"metric": "loss", "below": 1, "lable": "a"}]
+        },
+    }
+    for message, table in bad.items():
+        with pytest.raises(SpecError, match=re.escape(message)):
+            trajectory_spec(table)
 
 
 # -- the report ----------------------------------------------------------------------------------------
@@ -210,7 +226,7 @@ def test_fig5_sweep_crossings_plateau_and_escape_law(tmp_path):
     x = np.log(1 / np.array(ALPHAS))
     n, sxx = 2 * len(ALPHAS), 2 * float(((x - x.mean()) ** 2).sum())
     se = math.sqrt(n * JITTER**2 / (n - 2) / sxx)
-    spec = trajectory_spec({"trajectory": TRAJECTORY})
+    spec = trajectory_spec(TRAJECTORY)
     fits = escape_fits(stages.reset_index(), spec, ["model", "init_scale", "S", "R", "D"]).set_index(
         ["crossing", "group"]
     )
@@ -274,7 +290,7 @@ def test_sweep_without_trajectories_writes_nothing_trajectory_related(tmp_path):
     for name in ("trajectories.csv", "trajectory.png", "stages.csv", "escape.png"):
         assert not (tmp_path / name).exists()
     assert "Trajectories" not in text and "Crossing" not in text
-    paths = write_report(tmp_path / "direct", {}, pd.DataFrame(), pd.DataFrame(), {}, None, pd.DataFrame())
+    paths = write_report(tmp_path / "direct", options({}), pd.DataFrame(), pd.DataFrame(), {}, None, pd.DataFrame())
     assert [p.name for p in paths] == ["report.md"]
 
 
@@ -289,9 +305,9 @@ def test_mid_sweep_runs_in_flight_get_their_config_from_the_plan(tmp_path):
         "train": {"steps": STEPS, "eval_every": EVERY, "learning_rates": [LR]},
         "report": {
             "trajectory": {
-                "metrics": ["relation_loss"],
+                "metrics": ["loss"],  # relation_loss's curves, stored as an assoc_memory metric
                 "group_by": ["M"],
-                "crossings": [{"metric": "relation_loss", "below": "log(4)/2", "label": "learned"}],
+                "crossings": [{"metric": "loss", "below": "log(4)/2", "label": "learned"}],
                 "references": [{"y": "log(M)", "label": "ln M"}],
             }
         },
@@ -305,7 +321,7 @@ def test_mid_sweep_runs_in_flight_get_their_config_from_the_plan(tmp_path):
         done = i < 2
         cut = len(grid) if done else len(grid) // 4  # running runs have reached step 2048 only
         traj = [
-            (run["run_id"], int(grid[j]), {"relation_loss": float(metrics["relation_loss"][j])}) for j in range(cut)
+            (run["run_id"], int(grid[j]), {"loss": float(metrics["relation_loss"][j])}) for j in range(cut)
         ]
         if done:
             row = run_row("population", 1e-4, run["seed"])
@@ -337,10 +353,10 @@ def test_unknown_metric_or_field_is_an_error(tmp_path):
     raw = load_results(tmp_path, "trajectories")
     runs = load_results(tmp_path)
     with pytest.raises(ValueError, match="not config fields"):
-        write_report(tmp_path, {"trajectory": {"group_by": ["modle"]}}, pd.DataFrame(), runs, {}, None, raw)
+        write_report(tmp_path, options({"trajectory": {"group_by": ["modle"]}}), pd.DataFrame(), runs, {}, None, raw)
     with pytest.raises(ValueError, match="unknown names"):
         spec = {"crossings": [{"metric": "loss", "below": "log(Q)"}]}
-        write_report(tmp_path, {"trajectory": spec}, pd.DataFrame(), runs, {}, None, raw)
+        write_report(tmp_path, options({"trajectory": spec}), pd.DataFrame(), runs, {}, None, raw)
 
 
 def test_search_sweep_with_trajectories_and_an_open_probe(tmp_path):
@@ -408,10 +424,10 @@ def test_search_sweep_with_trajectories_and_an_open_probe(tmp_path):
 def test_the_documented_example_is_a_valid_table():
     import tomllib
 
-    from jaxmem.report import trajectory_spec as module
+    from jaxmem.spec import report_tables as module
 
     block = module.__doc__.split("Example")[1].split("\nRules")[0]
     text = "\n".join(line[4:] for line in block.splitlines()[1:])
-    spec = trajectory_spec(tomllib.loads(text)["report"])
+    spec = options(tomllib.loads(text)["report"]).trajectory
     assert [c.label for c in spec.crossings] == ["relation learned", "subject learned"]
     assert spec.escape.predicted["subject learned"] == "1/(lr*0.02923)" and len(spec.stages) == 3

@@ -12,6 +12,7 @@ import pandas as pd
 
 from jaxmem.spec.expr import evaluate
 from jaxmem.persistence.store import SEARCH_COLUMNS
+from jaxmem.spec.report_tables import ReportSpec
 
 # Every column of the searches table except the grid point's own fields (spread from `config`).
 FIXED_COLUMNS = tuple(c for c in SEARCH_COLUMNS if c != "config")
@@ -30,17 +31,17 @@ def search_variable(searches: pd.DataFrame) -> str:
     return str(names[0])
 
 
-def x_column(report_spec: dict, searches: pd.DataFrame) -> str:
+def x_column(report_spec: ReportSpec, searches: pd.DataFrame) -> str:
     """The x-axis column named by the report spec (default "params"), checked to exist."""
-    x = report_spec.get("x", "params")
+    x = report_spec.x
     if x not in searches.columns:
         raise ValueError(f"report x column {x!r} is not in the searches (columns: {list(searches.columns)})")
     return x
 
 
-def group_columns(report_spec: dict, searches: pd.DataFrame) -> list[str]:
+def group_columns(report_spec: ReportSpec, searches: pd.DataFrame) -> list[str]:
     """The report's group_by columns, checked to exist."""
-    group_by = list(report_spec.get("group_by", []))
+    group_by = list(report_spec.group_by)
     missing = [c for c in group_by if c not in searches.columns]
     if missing:
         raise ValueError(
@@ -179,13 +180,13 @@ def collapse_stats(x, y, labels, slope: float, intercept: float) -> dict:
     }
 
 
-def summarise(report_spec: dict, searches: pd.DataFrame) -> dict:
+def summarise(report_spec: ReportSpec, searches: pd.DataFrame) -> dict:
     """The report's numbers: pooled slope, per-seed slope spread, acceptance, collapse, bits per parameter."""
-    expect = report_spec.get("expect_slope")
+    expect = report_spec.expect_slope
     summary = {
         "variable": None,
-        "x": report_spec.get("x", "params"),
-        "fit": report_spec.get("fit"),
+        "x": report_spec.x,
+        "fit": report_spec.fit,
         "n_searches": len(searches),
         "n_points": 0,
         "excluded": 0,
@@ -207,7 +208,7 @@ def summarise(report_spec: dict, searches: pd.DataFrame) -> dict:
     x = x_column(report_spec, searches)
     group_by = group_columns(report_spec, searches)
     variable = search_variable(searches)
-    expression = report_spec.get("fit")
+    expression = report_spec.fit
     usable = usable_mask(searches, x)
     rows = searches[usable]
 
@@ -233,7 +234,7 @@ def summarise(report_spec: dict, searches: pd.DataFrame) -> dict:
     )
     if expect is not None:
         summary["pass"] = bool(np.isfinite(slope) and expect[0] <= slope <= expect[1])
-    if report_spec.get("collapse") and np.isfinite(slope):
+    if report_spec.collapse and np.isfinite(slope):
         summary["collapse"] = collapse_stats(table[x], y, group_labels(table, group_by), slope, intercept)
 
     bpp = rows["bits"] / rows["params"]

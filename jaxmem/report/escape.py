@@ -18,7 +18,7 @@ from jaxmem.spec.expr import ExpressionError, evaluate
 from jaxmem.report.analysis import group_labels
 from jaxmem.report.stages import crossing_column
 from jaxmem.report.trajectory_data import common_names
-from jaxmem.report.trajectory_spec import TrajectorySpec
+from jaxmem.spec.report_tables import TrajectorySpec
 
 
 def fit_line(x, y) -> dict:

@@ -16,7 +16,7 @@ import pandas as pd  # noqa: E402
 
 from jaxmem.report.analysis import group_labels  # noqa: E402
 from jaxmem.report.stages import crossing_column  # noqa: E402
-from jaxmem.report.trajectory_spec import TrajectorySpec  # noqa: E402
+from jaxmem.spec.report_tables import TrajectorySpec  # noqa: E402
 
 MAX_COLUMNS = 3
 

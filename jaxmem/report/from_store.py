@@ -14,7 +14,7 @@ from jaxmem.report.final_metrics import expand_final_metrics
 from jaxmem.report.references import reference_section
 from jaxmem.report.rejected import rejected_section
 from jaxmem.report.trajectory_data import planned_runs
-from jaxmem.spec.sweep import TrainSpec
+from jaxmem.spec.sweep import TrainSpec, stored_report_spec
 from jaxmem.persistence.store import expand_config, load_results
 
 
@@ -41,7 +41,7 @@ def report(out_dir: str | Path) -> Path:
     trajectories = load_results(out_dir, "trajectories")
     in_flight = not trajectories.empty and not set(trajectories["run_id"]) <= set(raw_runs["run_id"])
     planned = planned_runs(spec) if in_flight else None
-    report_spec = {**spec.get("report", {}), "search_goal": spec.get("search", {}).get("goal", "largest")}
+    report_spec = stored_report_spec(spec, f"stored with the results in {out_dir}")
     paths = write_report(out_dir, report_spec, searches, runs, meta_view, train, trajectories, planned)
     report_path = next(p for p in paths if p.name == "report.md")
     exp = get_experiment(meta["experiment"])

@@ -7,8 +7,9 @@ import pandas as pd
 
 from jaxmem.report.analysis import config_columns, format_number, group_columns, point_table, x_column
 from jaxmem.report.final_metrics import capacity_metrics_table
-from jaxmem.report.heatmap import HeatmapSpec, varying_fields
+from jaxmem.report.heatmap import varying_fields
 from jaxmem.report.markdown import markdown_table
+from jaxmem.spec.report_tables import HeatmapSpec, ReportSpec
 
 
 def metric_label(column: str, train_metric: str | None) -> str:
@@ -167,7 +168,11 @@ def points_section(points: pd.DataFrame, spec: HeatmapSpec | None, train_metric:
 
 
 def capacity_metrics_section(
-    report_spec: dict, searches: pd.DataFrame, runs: pd.DataFrame, variable: str | None, train_metric: str | None
+    report_spec: ReportSpec,
+    searches: pd.DataFrame,
+    runs: pd.DataFrame,
+    variable: str | None,
+    train_metric: str | None,
 ) -> str:
     """Search sweeps: every metric of the runs at each search's capacity value, mean over searches."""
     table = capacity_metrics_table(searches, runs)

@@ -14,7 +14,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from jaxmem.report.analysis import format_number  # noqa: E402
-from jaxmem.report.heatmap import HeatmapSpec  # noqa: E402
+from jaxmem.spec.report_tables import HeatmapSpec  # noqa: E402
 
 ANNOTATE_MAX = 20
 

@@ -15,6 +15,7 @@ from jaxmem.report.analysis import (
     point_table,
     x_column,
 )
+from jaxmem.spec.report_tables import ReportSpec
 
 META_FIELDS = (
     ("spec", "Spec"),
@@ -65,7 +66,7 @@ def meta_section(meta: dict) -> str:
     return "## Sweep\n\n" + ("\n".join(bullets) if bullets else "No sweep metadata recorded.")
 
 
-def capacity_section(report_spec: dict, searches: pd.DataFrame, variable: str) -> str:
+def capacity_section(report_spec: ReportSpec, searches: pd.DataFrame, variable: str) -> str:
     """The per-point capacity table, rows sorted by group then x."""
     x = x_column(report_spec, searches)
     group_by = group_columns(report_spec, searches)
@@ -85,7 +86,7 @@ def capacity_section(report_spec: dict, searches: pd.DataFrame, variable: str) -
         ]
         for r in table.to_dict("records")
     ]
-    extreme = "Smallest" if report_spec.get("search_goal") == "smallest" else "Largest"
+    extreme = "Smallest" if report_spec.search_goal == "smallest" else "Largest"
     intro = f"## Capacity\n\n{extreme} {variable} reaching the success threshold, per grid point.\n\n"
     return intro + markdown_table(headers, rows)
 
@@ -168,7 +169,7 @@ def runs_section(runs: pd.DataFrame) -> str:
 
 
 def render_report(
-    report_spec: dict,
+    report_spec: ReportSpec,
     searches: pd.DataFrame,
     runs: pd.DataFrame,
     meta: dict,
@@ -177,7 +178,7 @@ def render_report(
     extra_sections: Sequence[str] = (),
 ) -> str:
     """The full report.md text; capacity sections only when there are searches, then `extra_sections`."""
-    sections = [f"# {report_spec.get('title', 'Capacity report')}", meta_section(meta)]
+    sections = [f"# {report_spec.title or 'Capacity report'}", meta_section(meta)]
     if not searches.empty:
         sections += [
             capacity_section(report_spec, searches, summary["variable"]),

@@ -20,18 +20,9 @@ from jaxmem.report.analysis import (  # noqa: E402
     usable_mask,
     x_column,
 )
+from jaxmem.spec.report_tables import ReportSpec  # noqa: E402
 
 GRID_POINTS = 100
-
-
-def guide_spec(report_spec: dict) -> tuple[str, str] | None:
-    """(expression, label) of the paper's guide line, or None; a bare string is its own label."""
-    guide = report_spec.get("guide")
-    if guide is None:
-        return None
-    if isinstance(guide, str):
-        return guide, guide
-    return guide["expr"], guide.get("label", guide["expr"])
 
 
 def guide_curve(expression: str, variable: str, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
@@ -49,7 +40,7 @@ def fit_curve(summary: dict, lo: float, hi: float) -> tuple[np.ndarray, np.ndarr
     return x, values[keep]
 
 
-def plot_capacity(path: Path, report_spec: dict, searches: pd.DataFrame, summary: dict) -> Path:
+def plot_capacity(path: Path, report_spec: ReportSpec, searches: pd.DataFrame, summary: dict) -> Path:
     """Write the log-log capacity plot to `path` and return it."""
     x = x_column(report_spec, searches)
     group_by = group_columns(report_spec, searches)
@@ -73,16 +64,16 @@ def plot_capacity(path: Path, report_spec: dict, searches: pd.DataFrame, summary
     if np.isfinite(summary["slope"]) and summary["slope"] != 0:
         fx, fy = fit_curve(summary, lo, hi)
         ax.plot(fx, fy, "--", color="0.35", zorder=3, label=f"fit: slope {summary['slope']:.3f}")
-    guide = guide_spec(report_spec)
+    guide = report_spec.guide
     if guide is not None:
-        gx, gy = guide_curve(guide[0], variable, lo, hi)
-        ax.plot(gx, gy, ":", color="black", label=guide[1])
+        gx, gy = guide_curve(guide.expr, variable, lo, hi)
+        ax.plot(gx, gy, ":", color="black", label=guide.label)
 
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel(report_spec.get("x_label", x))
+    ax.set_xlabel(report_spec.x_label or x)
     ax.set_ylabel(f"capacity {variable}")
-    ax.set_title(report_spec.get("title", "Capacity scaling"))
+    ax.set_title(report_spec.title or "Capacity scaling")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small")
     fig.tight_layout()

@@ -23,7 +23,7 @@ from jaxmem.report.escape import fit_line
 from jaxmem.report.markdown import markdown_table
 from jaxmem.report.trajectory_data import names_of
 from jaxmem.report.trajectory_markdown import key_of, spread
-from jaxmem.report.trajectory_spec import Rate, TrajectorySpec, Trend
+from jaxmem.spec.report_tables import Rate, TrajectorySpec, Trend
 
 RATES_CSV = "rates.csv"
 

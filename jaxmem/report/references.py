@@ -19,6 +19,7 @@ from jaxmem.experiments.interface import Experiment, HostRun
 from jaxmem.plan.buckets import host_run
 from jaxmem.report.final_metrics import parse_metrics
 from jaxmem.report.markdown import markdown_table
+from jaxmem.spec.report_tables import ReportSpec
 
 MAX_CHECKS = 48
 REFERENCES_CSV = "references.csv"
@@ -63,9 +64,9 @@ def reference_table(raw_runs: pd.DataFrame, searches: pd.DataFrame, exp: Experim
     return pd.DataFrame(rows)
 
 
-def reference_section(out_dir: Path, report_spec: dict, raw_runs, searches, exp: Experiment) -> str:
+def reference_section(out_dir: Path, report_spec: ReportSpec, raw_runs, searches, exp: Experiment) -> str:
     """Write references.csv and return the markdown section ('' when not asked for or not possible)."""
-    if not report_spec.get("references") or exp.reference is None or raw_runs.empty:
+    if not report_spec.references or exp.reference is None or raw_runs.empty:
         return ""
     variable = searches["variable"].iloc[0] if not searches.empty else None
     table = reference_table(raw_runs, searches, exp, variable)

@@ -1,6 +1,6 @@
 """Stage detection on trajectories: when a metric first crosses a level, and where it sits on a plateau.
 
-Rules (also in jaxmem.report.trajectory_spec):
+Rules (also in jaxmem.spec.report_tables):
 
 - first_crossing: the first evaluation at which the value is ≤ level (≥ for "above"); the crossing
   step is interpolated linearly between it and the evaluation before it, so it lies in (previous
@@ -19,7 +19,7 @@ import pandas as pd
 
 from jaxmem.spec.expr import ExpressionError, evaluate, names_in
 from jaxmem.report.trajectory_data import Trajectories, names_of
-from jaxmem.report.trajectory_spec import TrajectorySpec
+from jaxmem.spec.report_tables import TrajectorySpec
 
 
 def _finite(steps, values) -> tuple[np.ndarray, np.ndarray]:

@@ -33,7 +33,7 @@ class Trajectories:
 
 def planned_runs(resolved: dict) -> pd.DataFrame:
     """Run ids and configs of a grid sweep's plan (search sweeps, and specs that no longer parse: empty)."""
-    from jaxmem.plan.buckets import make_run
+    from jaxmem.plan.runs import make_run
     from jaxmem.spec.sweep import SpecError, parse
 
     try:

@@ -16,7 +16,7 @@ from jaxmem.report.analysis import format_number
 from jaxmem.report.markdown import markdown_table
 from jaxmem.report.stages import crossing_column, plateau_column
 from jaxmem.report.trajectory_plot import Level
-from jaxmem.report.trajectory_spec import TrajectorySpec
+from jaxmem.spec.report_tables import TrajectorySpec
 
 MAX_RUN_ROWS = 40
 RULE_CROSSING = (

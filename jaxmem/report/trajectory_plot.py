@@ -15,7 +15,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from jaxmem.report.trajectory_spec import TrajectorySpec  # noqa: E402
+from jaxmem.spec.report_tables import TrajectorySpec  # noqa: E402
 
 STYLES = ("-", "--", ":", "-.")
 STAGE_COLORS = ("#cfe2f3", "#fce5cd", "#d9ead3", "#ead1dc", "#fff2cc", "#d0e0e3")

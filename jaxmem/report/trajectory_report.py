@@ -1,5 +1,5 @@
 """The report files of a trajectory sweep: trajectories.csv, trajectory.png, stages.csv, escape.png and
-the report.md sections, driven by `[report.trajectory]` (keys in jaxmem.report.trajectory_spec).
+the report.md sections, driven by `[report.trajectory]` (keys in jaxmem.spec.report_tables).
 
 Nothing is written when the store holds no trajectory (record_trajectory off). Mid-sweep, runs still
 in flight are included with status "running" (see jaxmem.report.trajectory_data).
@@ -21,14 +21,14 @@ from jaxmem.report.stages import crossing_column, stage_table
 from jaxmem.report.trajectory_data import Trajectories, common_names, load_trajectories, varying
 from jaxmem.report.trajectory_markdown import crossings_section, escape_section, overview_section, plateaus_section
 from jaxmem.report.trajectory_plot import Level, plot_trajectories
-from jaxmem.report.trajectory_spec import TrajectorySpec, trajectory_spec
+from jaxmem.spec.report_tables import ReportSpec, TrajectorySpec
 
 STAGES_CSV = "stages.csv"
 
 
 def write_trajectory_report(
     out_dir: Path,
-    report_spec: dict,
+    report_spec: ReportSpec,
     raw: pd.DataFrame | None,
     runs: pd.DataFrame,
     planned: pd.DataFrame | None,
@@ -42,7 +42,7 @@ def write_trajectory_report(
     if raw is None or raw.empty:
         return []
     out_dir = Path(out_dir)
-    spec = trajectory_spec(report_spec)
+    spec = report_spec.trajectory
     traj = load_trajectories(raw, runs, planned)
     metrics = chosen_metrics(spec, traj)
     group_by = list(spec.group_by)
@@ -69,7 +69,7 @@ def write_trajectory_report(
         stages.to_csv(stages_path, index=False)
         written.append(stages_path)
 
-    title = spec.title or report_spec.get("title", "Trajectories")
+    title = spec.title or report_spec.title or "Trajectories"
     labels = {
         "title": title,
         "x_label": spec.x_label or ("step" if spec.x == "step" else "time (step × lr)"),

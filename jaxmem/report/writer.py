@@ -2,9 +2,9 @@
 
 Search sweeps: capacity.csv, capacity.png and report.md (with every metric at capacity). Grid sweeps
 (no searches): report.md with one row of metrics per grid point and, when the report spec has a
-`heatmap` table (see jaxmem.report.heatmap), heatmap.csv, heatmap.png, the floor and the boundary.
+`heatmap` table (see jaxmem.spec.report_tables), heatmap.csv, heatmap.png, the floor and the boundary.
 Sweeps with recorded trajectories also get trajectories.csv, trajectory.png and, as the report spec's
-`trajectory` table asks (see jaxmem.report.trajectory_spec), stages.csv and escape.png.
+`trajectory` table asks (see jaxmem.spec.report_tables), stages.csv and escape.png.
 """
 
 from __future__ import annotations
@@ -16,17 +16,18 @@ import pandas as pd
 from jaxmem.report.analysis import point_table, summarise, x_column
 from jaxmem.report.final_metrics import expand_final_metrics
 from jaxmem.report.grid_markdown import capacity_metrics_section, heatmap_section, metric_label, points_section
-from jaxmem.report.heatmap import heatmap_cells, heatmap_spec, point_cells
+from jaxmem.report.heatmap import heatmap_cells, point_cells
 from jaxmem.report.heatmap_plot import plot_heatmap
 from jaxmem.report.markdown import render_report
 from jaxmem.report.plots import plot_capacity
 from jaxmem.report.tradeoff import analyse
 from jaxmem.report.trajectory_report import write_trajectory_report
+from jaxmem.spec.report_tables import ReportSpec
 
 
 def write_report(
     out_dir: Path,
-    report_spec: dict,
+    report_spec: ReportSpec,
     searches: pd.DataFrame,
     runs: pd.DataFrame,
     meta: dict,
@@ -36,9 +37,9 @@ def write_report(
 ) -> list[Path]:
     """Write the report files into out_dir and return their paths, report.md last.
 
-    `train_spec` (the sweep's [train] table) names the train metric and gives the heatmap's
-    default threshold (early_stop). `trajectories` is the store's trajectories table and `planned`
-    the configs of runs in flight (jaxmem.report.trajectory_data.planned_runs), both optional.
+    `train_spec` (the sweep's [train] table) names the train metric. `trajectories` is the store's
+    trajectories table and `planned` the configs of runs in flight
+    (jaxmem.report.trajectory_data.planned_runs), both optional.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -71,10 +72,10 @@ def is_grid_sweep(runs: pd.DataFrame) -> bool:
 
 
 def write_grid(
-    out_dir: Path, report_spec: dict, runs: pd.DataFrame, train_spec: dict | None, written: list[Path]
+    out_dir: Path, report_spec: ReportSpec, runs: pd.DataFrame, train_spec: dict | None, written: list[Path]
 ) -> list[str]:
     """Grid-sweep files (appended to `written`) and report.md sections."""
-    spec = heatmap_spec(report_spec, train_spec)
+    spec = report_spec.heatmap
     train_metric = (train_spec or {}).get("metric")
     points = point_cells(runs, spec)
     sections = []
@@ -86,7 +87,7 @@ def write_grid(
         analysis = analyse(cells)
         plot_name = None
         if cells[spec.metric].notna().any():
-            title = report_spec.get("title", "Heatmap")
+            title = report_spec.title or "Heatmap"
             label = metric_label(spec.metric, train_metric)
             written.append(plot_heatmap(out_dir / "heatmap.png", spec, cells, analysis["boundary"], title, label))
             plot_name = "heatmap.png"

@@ -11,21 +11,28 @@ Layout (every section but `experiment` optional; see sweeps/ for complete exampl
                                             #       | {exponents=[a,b,step], base=2}; round = "floor"|"round"|"ceil"
     [derived]  m = "m_over_d * d"           # expressions over grid/fixed names
     [train]    steps, eval_every, metric, early_stop, learning_rates (a list = best over them, in parallel),
-               integrator ("optax" | "gradient_flow"), rtol, atol
-    [search]   variable, lo, hi (expressions), threshold, resolution, probes, mode ("verified"|"paper"),
-               goal ("largest" value that succeeds: a capacity | "smallest": an onset threshold)
+               integrator ("optax" | "gradient_flow"), rtol, atol; early_stop: stop a run once its best
+               value reaches this level in the success direction (at_least: best >= x; at_most: best <= x)
+    [success]  metric = "test_loss", exactly one of at_least = x | at_most = x (any finite number),
+               counts = "best" (default: the best evaluation decides) | "final" (the last one);
+               metric defaults to train.metric. Without [success]: train.metric at least search.threshold
+               with a [search], else at least train.early_stop if set, else no success rule
+    [search]   variable, lo, hi (expressions), threshold (legacy, in (0, 1]: use [success]), resolution,
+               probes, mode ("verified"|"paper"), goal ("largest" value that succeeds: a capacity |
+               "smallest": an onset threshold)
     [engine]   pad_ratio, search_pad_ratio, search_pad_floor, pad_to_max, max_slots, segment_seconds,
                record_trajectory, trajectory_per_decade
-    [report]   free-form options (title, fit, guide, group_by, expect_slope, ...; heatmap: jaxmem.report.heatmap)
+    [report]   title, x, fit, guide, group_by, expect_slope, collapse, references, [report.heatmap],
+               [report.trajectory]: typed and checked like the rest (keys in jaxmem.spec.report_tables)
     [presets.quick] / [presets.paper]       # same layout, deep-merged over the base
 
-Every problem is reported with the dotted path of the field that causes it.
+Every problem is reported with the dotted path of the field that causes it, an unknown key with the
+closest valid one.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
 import itertools
 import json
@@ -34,7 +41,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from jaxmem.spec import expr
+from jaxmem.spec import expr, report_tables
+from jaxmem.spec.report_tables import ReportSpec, Table, choice, suggest, text, unknown_keys
 from jaxmem.experiments.interface import Experiment
 from jaxmem.experiments.registry import SHIPPED, UnknownExperiment
 from jaxmem.experiments.registry import get as get_experiment
@@ -51,8 +59,10 @@ TOP_LEVEL = {
     "search",
     "engine",
     "report",
+    "success",
     "presets",
 }
+SUCCESS_KEYS = ("metric", "at_least", "at_most", "counts")
 INTEGRATORS = ("optax", "gradient_flow")
 ROUNDING = {"floor": math.floor, "ceil": math.ceil, "round": round}
 MAX_INT = 2**31 - 1  # sizes, step counts and seeds reach the device as int32
@@ -72,7 +82,7 @@ class TrainSpec:
     steps: int = 1000
     eval_every: int = 100
     metric: str = "accuracy"
-    early_stop: float | None = None  # stop a run once its best metric reaches this
+    early_stop: float | None = None  # stop a run once its best value reaches this in the success direction
     learning_rates: tuple[float, ...] = (1e-3,)
     integrator: str = "optax"  # "gradient_flow": θ̇ = −∇L solved adaptively; a step = lr units of time
     rtol: float = 1e-6  # gradient_flow: the ODE solver's relative and absolute tolerances
@@ -84,7 +94,7 @@ class SearchSpec:
     variable: str
     lo: str | int
     hi: str | int
-    threshold: float = 0.99
+    threshold: float = 0.99  # legacy: the success threshold of train.metric; [success] replaces it
     resolution: float = 0.01  # stop when hi/lo <= 1 + resolution (or hi - lo <= 1)
     probes: int = 3  # K probes per round: a (K+1)-ary search
     mode: str = "verified"  # "paper": midpoint, lower bound assumed feasible (authors' rules)
@@ -105,6 +115,16 @@ class EngineSpec:
 
 
 @dataclasses.dataclass(frozen=True)
+class SuccessRule:
+    """A run succeeds when its best (or final) evaluation of `metric` is at least / at most `threshold`."""
+
+    metric: str
+    direction: str  # "at_least" or "at_most"
+    threshold: float
+    counts: str = "best"  # which evaluation decides: "best" or "final"
+
+
+@dataclasses.dataclass(frozen=True)
 class SweepSpec:
     name: str
     preset: str
@@ -116,7 +136,8 @@ class SweepSpec:
     train: TrainSpec
     search: SearchSpec | None
     engine: EngineSpec
-    report: dict
+    report: ReportSpec
+    success: SuccessRule | None  # None: no run is judged (a grid without early_stop)
     skipped: tuple[str, ...]  # impossible points, with the reason
     resolved: dict  # the merged spec (base + preset) as data
 
@@ -178,15 +199,16 @@ def parse(raw: dict, name: str, preset: str | None = None, source: str = "<spec>
     merged, preset_name = _apply_preset(raw, preset, problems)
     if problems:
         raise SpecError(source, problems)
-    problems += [f"{k}: unknown section or key{_suggest(k, TOP_LEVEL)}" for k in merged if k not in TOP_LEVEL]
+    problems += _unknown_sections(raw)
     exp = _experiment(merged, problems)
     seeds = _seeds(merged.get("seeds", [0]), problems)
+    if not isinstance(merged.get("description", ""), str):
+        problems.append(f"description: must be a string, got {merged['description']!r}")
     train, bad_train = _section(TrainSpec, "train", merged.get("train", {}), problems)
     search = _search(merged.get("search"), exp, problems)
     engine, bad_engine = _section(EngineSpec, "engine", merged.get("engine", {}), problems)
-    report = merged.get("report", {})
-    if not isinstance(report, dict):
-        problems.append("report: must be a table")
+    report = report_tables.read_report(merged.get("report", {}), problems, _report_context(merged, exp, train, search))
+    success = _success(merged, exp, train, search, problems)
     if train:
         _check_train(train, bad_train, exp, problems)
     if engine:
@@ -208,9 +230,79 @@ def parse(raw: dict, name: str, preset: str | None = None, source: str = "<spec>
         search=search,
         engine=engine,
         report=report,
+        success=success,
         skipped=tuple(skipped),
         resolved=merged,
     )
+
+
+def stored_report_spec(resolved: dict, source: str = "<stored spec>") -> ReportSpec:
+    """The report tables of a resolved spec (as stored with the results), read without the rest of
+    the spec, which was checked when the sweep ran: names in expressions are not checked. SpecError
+    when they are invalid."""
+    problems: list[str] = []
+    train, _ = _section(TrainSpec, "train", resolved.get("train", {}), [])
+    search = resolved.get("search")
+    context = report_tables.Context(
+        early_stop=train.early_stop if train else None,
+        goal=search.get("goal", "largest") if isinstance(search, dict) else "largest",
+    )
+    report = report_tables.read_report(resolved.get("report", {}), problems, context)
+    if problems:
+        raise SpecError(source, problems)
+    return report
+
+
+def _unknown_sections(raw: dict) -> list[str]:
+    """Unknown top-level names of the spec and of each of its presets."""
+    problems = unknown_keys("", {k: v for k, v in raw.items() if k != "presets"}, TOP_LEVEL, "section or key")
+    presets = raw.get("presets", {})
+    for name, table in presets.items() if isinstance(presets, dict) else ():
+        if isinstance(table, dict):
+            problems += unknown_keys(f"presets.{name}", table, TOP_LEVEL - {"presets"}, "section or key")
+        else:
+            problems.append(f"presets.{name}: must be a table, got {table!r}")
+    return problems
+
+
+def _report_context(merged: dict, exp: Experiment | None, train, search) -> report_tables.Context:
+    """What the report tables may name: a run's config fields (the experiment's, the helper axes and
+    the searched variable) and recorded metrics; and their defaults from [train] and [search]."""
+    defaults = dict(early_stop=train.early_stop if train else None, goal=search.goal if search else "largest")
+    if exp is None:
+        return report_tables.Context(**defaults)
+    tables = [merged.get(k) for k in ("fixed", "grid", "derived")]
+    config = set(exp.fields).union(*(t for t in tables if isinstance(t, dict)))
+    gradient_flow = train is not None and train.integrator == "gradient_flow"
+    metrics = exp.metrics + (("solver_steps",) if gradient_flow else ())  # the ODE solver's, jaxmem.engine.program
+    return report_tables.Context(
+        config=frozenset(config | ({search.variable} if search else set())),
+        metrics=frozenset(metrics),
+        variable=search.variable if search else None,
+        **defaults,
+    )
+
+
+def _success(merged: dict, exp: Experiment | None, train, search, problems) -> SuccessRule | None:
+    """The `[success]` table; without one the rule the legacy keys imply: train.metric at least
+    search.threshold (with a search) or train.early_stop (None when neither)."""
+    if "success" not in merged:
+        threshold = search.threshold if search else train.early_stop if train else None
+        return None if train is None or threshold is None else SuccessRule(train.metric, "at_least", threshold)
+    t = Table("success", merged["success"], SUCCESS_KEYS, problems)
+    search_table = merged.get("search")
+    if isinstance(search_table, dict) and "threshold" in search_table:
+        problems.append("success: given together with search.threshold; state the threshold once, in [success]")
+    metric = t.get("metric", text, train.metric if train else None)
+    if exp is not None and metric is not None:
+        t.check("metric", [metric], frozenset(exp.metrics), f"a metric of {exp.name}")
+    sides = [k for k in ("at_least", "at_most") if k in t.data]
+    if len(sides) != 1:
+        problems.append(f"success: needs exactly one of at_least, at_most, got {sides or 'neither'}")
+        return None
+    threshold = t.get(sides[0], report_tables.number)
+    counts = t.get("counts", choice("best", "final"), "best")
+    return None if metric is None or threshold is None else SuccessRule(metric, sides[0], threshold, counts)
 
 
 def _apply_preset(raw, preset, problems):
@@ -239,11 +331,6 @@ def _deep_merge(base: dict, override: dict) -> dict:
     return out
 
 
-def _suggest(word, options) -> str:
-    close = difflib.get_close_matches(word, list(options), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def _experiment(merged, problems) -> Experiment | None:
     name = merged.get("experiment")
     if name is None:
@@ -252,7 +339,7 @@ def _experiment(merged, problems) -> Experiment | None:
     try:
         return get_experiment(name)
     except UnknownExperiment as err:
-        suggestion = "" if isinstance(name, str) and ":" in name else _suggest(str(name), SHIPPED)
+        suggestion = "" if isinstance(name, str) and ":" in name else suggest(str(name), SHIPPED)
         problems.append(f"experiment: {err}{suggestion}")
         return None
 
@@ -280,9 +367,9 @@ def _section(cls, path: str, table: Any, problems: list[str]):
         return None, set()
     fields = {f.name: f for f in dataclasses.fields(cls)}
     values, bad = {}, set()
+    problems += unknown_keys(path, table, fields)
     for key, value in table.items():
         if key not in fields:
-            problems.append(f"{path}.{key}: unknown key{_suggest(key, fields)}; allowed: {', '.join(fields)}")
             continue
         checked = _coerce(value, fields[key].type)
         if checked is _BAD:
@@ -369,7 +456,7 @@ def _check_engine(engine: EngineSpec, bad: set, exp: Experiment | None, search: 
     if exp is not None and "pad_to_max" not in bad:
         ints = [n for n, f in exp.fields.items() if f.type is int]
         problems += [
-            f"engine.pad_to_max: {n!r} is not an integer field of {exp.name}{_suggest(n, ints)}"
+            f"engine.pad_to_max: {n!r} is not an integer field of {exp.name}{suggest(n, ints)}"
             for n in engine.pad_to_max
             if n not in ints
         ]
@@ -501,7 +588,7 @@ def _points(merged, exp: Experiment, search: SearchSpec | None, problems):
         for name in table:
             if name not in known and name not in helpers:
                 problems.append(
-                    f"{where}.{name}: unknown field of experiment {exp.name!r}{_suggest(name, known)}; "
+                    f"{where}.{name}: unknown field of experiment {exp.name!r}{suggest(name, known)}; "
                     f"fields: {', '.join(sorted(known))}"
                 )
     if search and search.variable in set(fixed) | set(grid) | set(derived):

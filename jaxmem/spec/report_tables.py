@@ -1,0 +1,687 @@
+"""The `[report]` table of a sweep spec and its sub-tables `[report.heatmap]` and `[report.trajectory]`:
+typed, frozen, and checked when the spec is parsed (jaxmem.spec.sweep.parse), before anything compiles.
+Every key is checked (an unknown one is named with its dotted path and the closest valid key), and so
+is every expression: it must parse, and use only the names the report will bind when it evaluates it.
+
+[report] (every key optional):
+
+    title       the report's title
+    x           the capacity plot's x: a config field, "params" (default) or "bits"
+    x_label     its axis name (default: x)
+    fit         an expression in the searched variable, fitted as a power law of x (default: the variable)
+    guide       the authors' law on the capacity plot, x as an expression in the searched variable:
+                "0.7*N*log(N)" or {expr = "0.7*N*log(N)", label = "md = 0.35·N ln N"}
+    group_by    config fields: one capacity curve per distinct combination
+    expect_slope  [lo, hi]: the fitted slope passes when it lies inside
+    collapse    true: how well the groups collapse onto the common law
+    references  true: sampled instances re-solved on the host (jaxmem.report.references)
+    heatmap, trajectory   the tables below
+
+[report.heatmap] (grid sweeps; all but x and y optional):
+
+    x, y        expressions over config fields (jaxmem.expr), e.g. x = "d*d_h*H", y = "d*m"
+    x_label, y_label   axis names in the plot and report.md (default: the expressions)
+    metric      the run column shown (default "max_metric", the best value of the train metric;
+                any runs.csv column works, e.g. "final_exact_accuracy")
+    better      "max" (default) or "min": how the best learning rate is chosen and the threshold read
+    threshold   the value counted as success (default: [train] early_stop, else 0.99)
+    vmin, vmax  colour range (default: the data's range)
+    annotate    write each cell's value in the plot (default: when the grid has at most 20 x 20 cells)
+    lines       overlay lines, a list of tables {x, y, label, color, style}: one of x, y is a range
+                [lo, hi] and the other a number or an expression in that variable, e.g.
+                {x = [1280, 4700], y = "2300 - x/2"} or {x = 1280, y = [1660, 4300]}
+
+Each cell is one (x, y) value: per (grid point, seed) the best learning rate's metric, then the mean
+over seeds (and over grid points that share the cell). `n_success` counts the seeds at threshold.
+
+[report.trajectory] (sweeps with `[engine] record_trajectory = true`; every key optional):
+
+A sweep run with `[engine] record_trajectory = true` stores every run's metrics at every evaluation
+(table `trajectories`). Its report then holds trajectories.csv, trajectory.png and a "Trajectories"
+section, with or without this table; the table chooses what they show and adds stage detection
+(crossings, plateaus) and the escape-time law.
+
+    metrics     metrics drawn, e.g. ["loss", "relation_loss", "subject_loss"] (default ["loss"] when
+                recorded, else every recorded metric)
+    x           "step" (default) or "time" = step · lr: for `[train] integrator = "gradient_flow"` one
+                step is lr units of ODE time; for SGD it is the usual lr-scaled time
+    x_scale     "linear" (default) or "log"; a log axis leaves out evaluations at x ≤ 0
+    y_scale     "linear" (default) or "log"
+    x_label, y_label, title
+    layout      "group" (default): one panel per group_by combination, the metrics in it by line style;
+                "metric": one panel per metric (per group too, if any), each with its own y axis
+    log_y       with layout "metric": the metrics drawn on a log y axis, e.g. ["loss_gap"]
+    group_by    config fields: one panel per distinct combination (default: one panel)
+    color_by    config fields told apart by colour inside a panel (default: the config fields, and lr,
+                that vary across the sweep and are not in group_by)
+    seeds       "lines" (default): every run is a thin line; "band": the mean over the runs of a colour
+                at each evaluated step, shaded between their min and max
+    references  horizontal lines, [{y = "log(32)", label = "ln |A|", color = "0.3", style = "--"}]; y is
+                an expression (jaxmem.expr: log, sqrt, ...) over the config fields constant within the
+                panel, and lr
+    stages      shaded x ranges in x units, [{from = 0, to = 1800, label = "Stage 1: Init", color}]
+    crossings   [{metric = "relation_loss", below = "log(4)/2", label = "relation learned"}, ...] (or
+                `above = ...` for a rising metric); the level is an expression over the run's config
+                fields, lr and seed
+    plateau     {metric = "loss", near = "log(8)", tol = 0.1, label} or a list of such tables
+    escape      {x = "log(1/init_scale)", x_label = "ln(1/α)", y = "step" | "time" (default: x above),
+                group_by = [...] (default: group_by above), tolerance = 0.1,
+                predicted = {"relation learned" = "1/(0.1*0.07655)", ...}}: keys of `predicted` are
+                crossing labels, values expressions over the config fields constant within a group
+
+    rates       asymptotic rates, [{metric = "w_norm", scale = "log", decades = 1, predicted = "wmm_norm",
+                tolerance = 0.1, label = "d‖W‖/d ln t"}]: per run, the least-squares slope of the metric
+                against ln(step) (scale "log") or of ln(metric) against ln(step) ("loglog": the power
+                law exponent) over the last `decades` decades of evaluations; `predicted` is an
+                expression over the run's config fields, lr, seed and its metrics at the last evaluation
+    trends      monotone trends, [{metric = "cos_mm", direction = "increasing", tol = 1e-6, label}]: per
+                run, the evaluations that move against `direction` by more than tol × |value|
+
+Files: trajectories.csv (wide: run_id, step, time, status, point, seed, lr, the config fields, one
+column per metric), trajectory.png, and with crossings or a plateau stages.csv (one row per run: every
+crossing's level, step and time; every plateau's first, last and length in steps and time), with an
+escape law escape.png. Runs still in flight have status "running" (their config from the sweep's plan).
+
+Example, Fig 5 of Nichani et al. (2024) with an α sweep:
+
+    [report.trajectory]
+    metrics = ["loss", "relation_loss", "subject_loss"]
+    group_by = ["model"]
+    references = [{y = "log(32)", label = "ln |A|"}, {y = "log(D)", label = "ln D"}]
+    stages = [{from = 0, to = 1800, label = "Stage 1: Init"},
+              {from = 1800, to = 5000, label = "Stage 2: Hallucination"},
+              {from = 5000, to = 8192, label = "Stage 3: Convergence"}]
+    crossings = [{metric = "relation_loss", below = "log(4)/2", label = "relation learned"},
+                 {metric = "subject_loss", below = "log(8)/2", label = "subject learned"}]
+    plateau = {metric = "loss", near = "log(D)", tol = 0.1, label = "hallucination"}
+
+    [report.trajectory.escape]
+    x = "log(1/init_scale)"
+    x_label = "ln(1/α)"
+    predicted = {"relation learned" = "1/(lr*0.07655)", "subject learned" = "1/(lr*0.02923)"}
+
+Rules (jaxmem.report.stages, jaxmem.report.escape):
+
+- Crossing: the first evaluation at which the metric is ≤ the level (≥ for `above`); its step is
+  interpolated linearly between that evaluation and the one before it (whose value was on the other
+  side), so it lies in (previous step, step]. A run whose first evaluation is already past the level
+  crosses there. NaN evaluations (diverged runs) are skipped; a run that never crosses gives NaN
+  ("not yet" while it still runs). Time = step · lr.
+- Plateau: the first and the last evaluated step with |metric − near| ≤ tol, their distance (the
+  length), and how many of the evaluations between them are in the band (a contiguous plateau has
+  all of them).
+- Escape-time law: per crossing and group, a least-squares line of the crossing (in `escape.y`
+  units) against the `escape.x` expression of each run's config, over the runs that crossed; the
+  slope's standard error is from the residuals (n ≥ 3). The ratio fitted / predicted is within
+  tolerance when |ratio − 1| ≤ `tolerance`.
+
+The table readers below (Table and its kinds) are shared with jaxmem.spec.sweep.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+from collections.abc import Callable, Iterable
+
+import numpy as np
+
+from jaxmem.spec.expr import ExpressionError, evaluate, names_in
+
+DEFAULT_THRESHOLD = 0.99
+DEFAULT_TOLERANCE = 0.1
+LINE_POINTS = 100
+
+REPORT_KEYS = ("title", "x", "x_label", "fit", "guide", "group_by", "expect_slope", "collapse", "references")
+REPORT_KEYS += ("heatmap", "trajectory")
+GUIDE_KEYS = ("expr", "label")
+HEATMAP_KEYS = ("x", "y", "x_label", "y_label", "metric", "better", "threshold", "vmin", "vmax", "annotate", "lines")
+LINE_KEYS = ("x", "y", "label", "color", "style")
+TRAJECTORY_KEYS = ("metrics", "x", "x_scale", "y_scale", "x_label", "y_label", "title", "layout", "log_y")
+TRAJECTORY_KEYS += ("group_by", "color_by", "seeds", "references", "stages", "crossings", "plateau", "escape")
+TRAJECTORY_KEYS += ("rates", "trends")
+REFERENCE_KEYS = ("y", "label", "color", "style")
+STAGE_KEYS = ("from", "to", "label", "color")
+CROSSING_KEYS = ("metric", "below", "above", "label")
+PLATEAU_KEYS = ("metric", "near", "tol", "label")
+ESCAPE_KEYS = ("x", "x_label", "y", "group_by", "tolerance", "predicted")
+RATE_KEYS = ("metric", "scale", "decades", "predicted", "tolerance", "label")
+TREND_KEYS = ("metric", "direction", "tol", "label")
+
+# What a name must be, in messages.
+CONFIG = "a config field"
+RUN = "a config field, lr or seed"
+METRIC = "a recorded metric"
+SEARCHED = "the searched variable"
+CAPACITY_X = "a config field, params or bits"
+AT_LAST_EVALUATION = "a config field, lr, seed, step, time or a recorded metric"
+
+
+# -- reading tables ------------------------------------------------------------------------------------
+def suggest(word: str, options: Iterable[str]) -> str:
+    """' (did you mean 'x'?)' naming the option closest to `word` (or equal but for case), or ''."""
+    options, word = [str(o) for o in options], str(word)
+    close = difflib.get_close_matches(word, options, n=1) or [o for o in options if o.lower() == word.lower()]
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def hint(word: str, allowed: Iterable[str]) -> str:
+    """The closest allowed name (suggest), or every allowed name when none is close."""
+    allowed = sorted(allowed)
+    return suggest(word, allowed) or "; allowed: " + (", ".join(allowed) or "none")
+
+
+def unknown_keys(path: str, table: dict, allowed: Iterable[str], what: str = "key") -> list[str]:
+    """A problem per key of `table` (at dotted `path`, '' for the top level) that is not in `allowed`."""
+    prefix = f"{path}." if path else ""
+    return [f"{prefix}{key}: unknown {what}{hint(key, allowed)}" for key in table if key not in allowed]
+
+
+def unknown_names(where: str, found: Iterable[str], allowed: frozenset[str] | None, what: str) -> list[str]:
+    """A problem per name in `found` that is not in `allowed` (None: not checked), `what` saying what it must be."""
+    if allowed is None:
+        return []
+    return [f"{where}: {n!r} is not {what}{hint(n, allowed)}" for n in dict.fromkeys(found) if n not in allowed]
+
+
+def names_of(expression) -> set[str]:
+    """The names an expression uses (none for a number or a missing value)."""
+    return names_in(expression) if isinstance(expression, str) else set()
+
+
+class BadValue(ValueError):
+    """A value of the wrong kind or out of range; the message says what it must be."""
+
+
+def expect(ok: bool, what: str, value) -> None:
+    if not ok:
+        raise BadValue(f"must be {what}, got {value!r}")
+
+
+def is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def text(value) -> str:
+    expect(isinstance(value, str), "a string", value)
+    return value
+
+
+def flag(value) -> bool:
+    expect(isinstance(value, bool), "true or false", value)
+    return value
+
+
+def number(value) -> float:
+    expect(is_number(value), "a finite number", value)
+    return float(value)
+
+
+def positive(value) -> float:
+    expect(is_number(value) and value > 0, "a number > 0", value)
+    return float(value)
+
+
+def non_negative(value) -> float:
+    expect(is_number(value) and value >= 0, "a number >= 0", value)
+    return float(value)
+
+
+def choice(*options: str) -> Callable:
+    """The kind of a value that must be one of `options`."""
+
+    def one_of(value) -> str:
+        expect(isinstance(value, str) and value in options, f"one of {list(options)}", value)
+        return value
+
+    return one_of
+
+
+def field_names(value) -> tuple[str, ...]:
+    """A name, or a list of names."""
+    value = [value] if isinstance(value, str) else value
+    expect(isinstance(value, list) and all(isinstance(v, str) for v in value), "a name or a list of names", value)
+    return tuple(value)
+
+
+def pair(value) -> tuple[float, float]:
+    expect(isinstance(value, list) and len(value) == 2 and all(map(is_number, value)), "[lo, hi]", value)
+    return float(value[0]), float(value[1])
+
+
+def formula(value) -> str:
+    """An expression string (jaxmem.spec.expr), parsed now."""
+    expect(isinstance(value, str), "an expression string", value)
+    try:
+        names_in(value)
+    except ExpressionError as err:
+        raise BadValue(str(err)) from None
+    return value
+
+
+def expression(value) -> str | float:
+    """A number, or an expression string parsed now."""
+    if is_number(value):
+        return value
+    expect(isinstance(value, str), "a number or an expression string", value)
+    return formula(value)
+
+
+class Table:
+    """One TOML table at a dotted `path`: its unknown keys, and typed reads of its values; every
+    problem is appended to `problems`."""
+
+    def __init__(self, path: str, value, keys: Iterable[str], problems: list[str]):
+        self.path, self.problems = path, problems
+        self.data = value if isinstance(value, dict) else {}
+        if not isinstance(value, dict):
+            problems.append(f"{path}: must be a table, got {value!r}")
+        problems += unknown_keys(path, self.data, keys)
+
+    def get(self, key: str, kind: Callable, default=None):
+        """The value at `key` as `kind` reads it; `default` when it is absent or bad (a problem)."""
+        if key not in self.data:
+            return default
+        try:
+            return kind(self.data[key])
+        except BadValue as err:
+            self.problems.append(f"{self.path}.{key}: {err}")
+            return default
+
+    def need(self, key: str, kind: Callable):
+        """Like get, for a key the table must have (None when it is missing: a problem)."""
+        if key not in self.data:
+            self.problems.append(f"{self.path}.{key}: missing")
+        return self.get(key, kind)
+
+    def check(self, key: str, found: Iterable[str], allowed: frozenset[str] | None, what: str) -> None:
+        """Names read from `key` must be in `allowed` (None: not checked)."""
+        self.problems += unknown_names(f"{self.path}.{key}", found, allowed, what)
+
+    def metric(self, metrics: frozenset[str] | None) -> str | None:
+        """The required `metric` key, one of `metrics`."""
+        value = self.need("metric", text)
+        self.check("metric", [] if value is None else [value], metrics, METRIC)
+        return value
+
+    def tables(self, key: str, keys: Iterable[str], single: bool = False) -> list[Table]:
+        """The list of tables at `key` (or with `single`, also one table), each read with `keys`."""
+        value = self.data.get(key, [])
+        value = [value] if single and isinstance(value, dict) else value
+        if not isinstance(value, list):
+            self.problems.append(f"{self.path}.{key}: must be a list of tables, got {value!r}")
+            return []
+        return [Table(f"{self.path}.{key}[{i}]", v, keys, self.problems) for i, v in enumerate(value)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Context:
+    """What the rest of the spec tells the report tables. Name sets left None are not checked (a report
+    read back from stored results, or a spec whose experiment is unknown)."""
+
+    config: frozenset[str] | None = None  # the config fields of a run (searched variable and helpers included)
+    metrics: frozenset[str] | None = None  # the metrics a run records
+    variable: str | None = None  # the searched variable: the one name of fit and guide
+    early_stop: float | None = None  # [train] early_stop: the heatmap's default threshold
+    goal: str = "largest"  # [search] goal
+
+    @property
+    def run(self) -> frozenset[str] | None:
+        """The names of a run's expressions: its config fields, lr and seed."""
+        return None if self.config is None else self.config | {"lr", "seed"}
+
+    @property
+    def searched(self) -> frozenset[str] | None:
+        return None if self.variable is None else frozenset({self.variable})
+
+    @property
+    def evaluation(self) -> frozenset[str] | None:
+        """The names of a rate's prediction: a run's, step, time and its metrics at the last evaluation."""
+        return None if self.run is None or self.metrics is None else self.run | self.metrics | {"step", "time"}
+
+    @property
+    def capacity_x(self) -> frozenset[str] | None:
+        """The columns of the searches that can be the capacity plot's x."""
+        return None if self.config is None else self.config | {"params", "bits"}
+
+
+def _all(read: Callable, tables: list[Table], context: Context) -> tuple:
+    """Every table read by `read`, the bad ones (None) left out."""
+    return tuple(item for item in (read(t, context) for t in tables) if item is not None)
+
+
+# -- [report.trajectory] -------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Reference:
+    y: str | float
+    label: str
+    color: str = "0.3"
+    style: str = "--"
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    start: float
+    end: float
+    label: str
+    color: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Crossing:
+    metric: str
+    level: str | float
+    direction: str  # "below" or "above"
+    label: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Plateau:
+    metric: str
+    near: str | float
+    tol: float
+    label: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Rate:
+    metric: str
+    scale: str  # "log": metric vs ln(step); "loglog": ln(metric) vs ln(step)
+    decades: float
+    predicted: str | float | None
+    tolerance: float
+    label: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Trend:
+    metric: str
+    direction: str  # "increasing" or "decreasing"
+    tol: float
+    label: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Escape:
+    x: str
+    x_label: str
+    y: str  # "step" or "time"
+    group_by: tuple[str, ...]
+    tolerance: float
+    predicted: dict  # crossing label -> expression
+
+
+@dataclasses.dataclass(frozen=True)
+class TrajectorySpec:
+    metrics: tuple[str, ...] | None = None
+    x: str = "step"
+    x_scale: str = "linear"
+    y_scale: str = "linear"
+    x_label: str | None = None
+    y_label: str | None = None
+    title: str | None = None
+    group_by: tuple[str, ...] = ()
+    color_by: tuple[str, ...] | None = None
+    seeds: str = "lines"
+    references: tuple[Reference, ...] = ()
+    stages: tuple[Stage, ...] = ()
+    crossings: tuple[Crossing, ...] = ()
+    plateaus: tuple[Plateau, ...] = ()
+    escape: Escape | None = None
+    rates: tuple[Rate, ...] = ()
+    trends: tuple[Trend, ...] = ()
+    layout: str = "group"
+    log_y: tuple[str, ...] = ()
+
+
+def read_trajectory(value, problems: list[str], context: Context) -> TrajectorySpec:
+    """The `[report.trajectory]` table (pass {} when there is none)."""
+    t = Table("report.trajectory", value, TRAJECTORY_KEYS, problems)
+    x = t.get("x", choice("step", "time"), "step")
+    group_by, color_by = t.get("group_by", field_names, ()), t.get("color_by", field_names)
+    metrics, log_y = t.get("metrics", field_names), t.get("log_y", field_names, ())
+    t.check("group_by", group_by, context.run, RUN)
+    t.check("color_by", color_by or (), context.run, RUN)
+    t.check("metrics", metrics or (), context.metrics, METRIC)
+    t.check("log_y", log_y, context.metrics, METRIC)
+    crossings = _all(_crossing, t.tables("crossings", CROSSING_KEYS), context)
+    labels = [c.label for c in crossings]
+    if len(set(labels)) != len(labels):
+        problems.append(f"report.trajectory.crossings: labels must be distinct, got {labels}")
+    return TrajectorySpec(
+        metrics=metrics,
+        x=x,
+        x_scale=t.get("x_scale", choice("linear", "log"), "linear"),
+        y_scale=t.get("y_scale", choice("linear", "log"), "linear"),
+        x_label=t.get("x_label", text),
+        y_label=t.get("y_label", text),
+        title=t.get("title", text),
+        group_by=group_by,
+        color_by=color_by,
+        seeds=t.get("seeds", choice("lines", "band"), "lines"),
+        references=_all(_reference, t.tables("references", REFERENCE_KEYS), context),
+        stages=_all(_stage, t.tables("stages", STAGE_KEYS), context),
+        crossings=crossings,
+        plateaus=_all(_plateau, t.tables("plateau", PLATEAU_KEYS, single=True), context),
+        escape=_escape(t, x, group_by, labels, context) if "escape" in t.data else None,
+        rates=_all(_rate, t.tables("rates", RATE_KEYS), context),
+        trends=_all(_trend, t.tables("trends", TREND_KEYS), context),
+        layout=t.get("layout", choice("group", "metric"), "group"),
+        log_y=log_y,
+    )
+
+
+def _reference(t: Table, context: Context) -> Reference | None:
+    y = t.need("y", expression)
+    t.check("y", names_of(y), context.run, RUN)
+    label, color, style = t.get("label", text), t.get("color", text, "0.3"), t.get("style", text, "--")
+    return None if y is None else Reference(y=y, label=label or str(y), color=color, style=style)
+
+
+def _stage(t: Table, context: Context) -> Stage | None:
+    start, end = t.need("from", number), t.need("to", number)
+    label, color = t.get("label", text, ""), t.get("color", text)
+    if start is None or end is None:
+        return None
+    if not end > start:
+        t.problems.append(f"{t.path}: to ({end:g}) must be larger than from ({start:g})")
+        return None
+    return Stage(start=start, end=end, label=label, color=color or None)
+
+
+def _crossing(t: Table, context: Context) -> Crossing | None:
+    metric, label = t.metric(context.metrics), t.get("label", text)
+    sides = [k for k in ("below", "above") if k in t.data]
+    if len(sides) != 1:
+        t.problems.append(f"{t.path}: needs exactly one of below, above")
+        return None
+    side = sides[0]
+    level = t.get(side, expression)
+    t.check(side, names_of(level), context.run, RUN)
+    if metric is None or level is None:
+        return None
+    sign = "≤" if side == "below" else "≥"
+    return Crossing(metric=metric, level=level, direction=side, label=label or f"{metric} {sign} {level}")
+
+
+def _plateau(t: Table, context: Context) -> Plateau | None:
+    metric, near, tol = t.metric(context.metrics), t.need("near", expression), t.need("tol", non_negative)
+    t.check("near", names_of(near), context.run, RUN)
+    label = t.get("label", text)
+    if None in (metric, near, tol):
+        return None
+    return Plateau(metric=metric, near=near, tol=tol, label=label or f"{metric} ≈ {near}")
+
+
+def _rate(t: Table, context: Context) -> Rate | None:
+    metric, scale = t.metric(context.metrics), t.get("scale", choice("log", "loglog"), "log")
+    predicted = t.get("predicted", expression)
+    t.check("predicted", names_of(predicted), context.evaluation, AT_LAST_EVALUATION)
+    decades, tolerance = t.get("decades", positive, 1.0), t.get("tolerance", positive, DEFAULT_TOLERANCE)
+    label = t.get("label", text)
+    if metric is None:
+        return None
+    slope = f"d {metric} / d ln step" if scale == "log" else f"d ln {metric} / d ln step"
+    return Rate(metric, scale, decades, predicted, tolerance, label or slope)
+
+
+def _trend(t: Table, context: Context) -> Trend | None:
+    metric = t.metric(context.metrics)
+    direction = t.get("direction", choice("increasing", "decreasing"), "increasing")
+    tol, label = t.get("tol", non_negative, 1e-6), t.get("label", text)
+    return None if metric is None else Trend(metric, direction, tol, label or metric)
+
+
+def _escape(parent: Table, x: str, group_by: tuple[str, ...], labels: list[str], context: Context) -> Escape | None:
+    t = Table(f"{parent.path}.escape", parent.data["escape"], ESCAPE_KEYS, parent.problems)
+    fitted_x = t.need("x", formula)
+    t.check("x", names_of(fitted_x), context.run, RUN)
+    escape_group_by = t.get("group_by", field_names, group_by)
+    t.check("group_by", escape_group_by, context.run, RUN)
+    if not labels:
+        t.problems.append(f"{t.path}: needs report.trajectory.crossings to fit")
+    p = Table(f"{t.path}.predicted", t.data.get("predicted", {}) if labels else {}, labels, t.problems)
+    predicted = {label: p.get(label, expression) for label in labels if label in p.data}
+    for label, value in predicted.items():
+        p.check(label, names_of(value), context.run, RUN)
+    y = t.get("y", choice(x, "time" if x == "step" else "step"), x)
+    tolerance, x_label = t.get("tolerance", positive, DEFAULT_TOLERANCE), t.get("x_label", text)
+    if fitted_x is None or None in predicted.values():
+        return None
+    return Escape(fitted_x, x_label or fitted_x, y, escape_group_by, tolerance, predicted)
+
+
+# -- [report.heatmap] ----------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Line:
+    """An overlay line: its points in plot units and its legend label."""
+
+    x: tuple[float, ...]
+    y: tuple[float, ...]
+    label: str
+    color: str = "red"
+    style: str = "-"
+
+
+@dataclasses.dataclass(frozen=True)
+class HeatmapSpec:
+    x: str
+    y: str
+    x_label: str
+    y_label: str
+    metric: str = "max_metric"
+    better: str = "max"
+    threshold: float = DEFAULT_THRESHOLD
+    vmin: float | None = None
+    vmax: float | None = None
+    annotate: bool | None = None
+    lines: tuple[Line, ...] = ()
+
+    def reaches(self, values) -> np.ndarray:
+        """Whether each value reaches the threshold (NaN never does)."""
+        v = np.asarray(values, dtype=float)
+        with np.errstate(invalid="ignore"):
+            return np.where(np.isnan(v), False, v >= self.threshold if self.better == "max" else v <= self.threshold)
+
+
+def read_heatmap(value, problems: list[str], context: Context) -> HeatmapSpec | None:
+    """The `[report.heatmap]` table; None when it is bad."""
+    t = Table("report.heatmap", value, HEATMAP_KEYS, problems)
+    x, y = t.need("x", formula), t.need("y", formula)
+    t.check("x", names_of(x), context.config, CONFIG)
+    t.check("y", names_of(y), context.config, CONFIG)
+    default_threshold = context.early_stop if context.early_stop is not None else DEFAULT_THRESHOLD
+    options = dict(
+        x_label=t.get("x_label", text, x),
+        y_label=t.get("y_label", text, y),
+        metric=t.get("metric", text, "max_metric"),
+        better=t.get("better", choice("max", "min"), "max"),
+        threshold=t.get("threshold", number, default_threshold),
+        vmin=t.get("vmin", number),
+        vmax=t.get("vmax", number),
+        annotate=t.get("annotate", flag),
+        lines=_all(_line, t.tables("lines", LINE_KEYS), context),
+    )
+    return None if x is None or y is None else HeatmapSpec(x=x, y=y, **options)
+
+
+def _line(t: Table, context: Context) -> Line | None:
+    """One `lines` entry as plot points: the range axis sampled evenly, the other evaluated along it."""
+    label, color, style = t.get("label", text), t.get("color", text, "red"), t.get("style", text, "-")
+    ranges = [axis for axis in ("x", "y") if isinstance(t.data.get(axis), list)]
+    if len(ranges) != 1 or not {"x", "y"} <= set(t.data):
+        t.problems.append(f"{t.path}: needs x and y, exactly one of x, y a range [lo, hi]")
+        return None
+    free = ranges[0]
+    other = "y" if free == "x" else "x"
+    span, level = t.get(free, pair), t.get(other, expression)
+    t.check(other, names_of(level), frozenset({free}), f"the line's variable {free}")
+    if span is None or level is None or names_of(level) - {free}:
+        return None
+    along = np.linspace(*span, LINE_POINTS)
+    try:
+        across = np.array([float(evaluate(level, {free: float(v)})) for v in along])
+    except (ExpressionError, OverflowError, TypeError) as err:  # TypeError: a complex value
+        t.problems.append(f"{t.path}.{other}: {err}")
+        return None
+    xs, ys = (along, across) if free == "x" else (across, along)
+    return Line(tuple(xs.tolist()), tuple(ys.tolist()), label or f"{other} = {level}", color, style)
+
+
+# -- [report] ------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Guide:
+    expr: str  # x as an expression in the searched variable
+    label: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportSpec:
+    title: str | None = None
+    x: str = "params"
+    x_label: str | None = None
+    fit: str | None = None
+    guide: Guide | None = None
+    group_by: tuple[str, ...] = ()
+    expect_slope: tuple[float, float] | None = None
+    collapse: bool = False
+    references: bool = False
+    heatmap: HeatmapSpec | None = None
+    trajectory: TrajectorySpec = dataclasses.field(default_factory=TrajectorySpec)
+    search_goal: str = "largest"  # not a key: [search] goal, for the capacity section's wording
+
+
+def read_report(value, problems: list[str], context: Context = Context()) -> ReportSpec:
+    """The `[report]` table and its sub-tables (pass {} when there is none)."""
+    t = Table("report", value, REPORT_KEYS, problems)
+    x, fit, group_by = t.get("x", text, "params"), t.get("fit", formula), t.get("group_by", field_names, ())
+    t.check("x", [x], context.capacity_x, CAPACITY_X)
+    t.check("fit", names_of(fit), context.searched, SEARCHED)
+    t.check("group_by", group_by, context.config, CONFIG)
+    expect_slope = t.get("expect_slope", pair)
+    if expect_slope is not None and expect_slope[0] > expect_slope[1]:
+        problems.append(f"report.expect_slope: lo must not exceed hi, got {list(expect_slope)}")
+    return ReportSpec(
+        title=t.get("title", text),
+        x=x,
+        x_label=t.get("x_label", text),
+        fit=fit,
+        guide=_guide(t, context) if "guide" in t.data else None,
+        group_by=group_by,
+        expect_slope=expect_slope,
+        collapse=t.get("collapse", flag, False),
+        references=t.get("references", flag, False),
+        heatmap=read_heatmap(t.data["heatmap"], problems, context) if "heatmap" in t.data else None,
+        trajectory=read_trajectory(t.data.get("trajectory", {}), problems, context),
+        search_goal=context.goal,
+    )
+
+
+def _guide(parent: Table, context: Context) -> Guide | None:
+    """`guide = "expr"` or `guide = {expr, label}`."""
+    value = parent.data["guide"]
+    t = Table("report.guide", {"expr": value} if isinstance(value, str) else value, GUIDE_KEYS, parent.problems)
+    expr, label = t.need("expr", formula), t.get("label", text)
+    t.check("expr", names_of(expr), context.searched, SEARCHED)
+    return None if expr is None else Guide(expr, label or expr)
