@@ -44,7 +44,7 @@ from typing import Any
 from jaxmem.spec import expr, report_tables
 from jaxmem.spec.report_tables import ReportSpec, Table, choice, suggest, text, unknown_keys
 from jaxmem.experiments.interface import Experiment
-from jaxmem.experiments.registry import SHIPPED, UnknownExperiment
+from jaxmem.experiments.registry import SHIPPED, UnknownExperiment, searching
 from jaxmem.experiments.registry import get as get_experiment
 from jaxmem.experiments.interface import REQUIRED
 
@@ -154,9 +154,11 @@ class SweepSpec:
 
 
 def load(path: str | Path, preset: str | None = None) -> SweepSpec:
-    """Read, merge the preset into, and validate a TOML sweep spec."""
+    """Read, merge the preset into, and validate a TOML sweep spec. An experiment it names as
+    `module:ATTRIBUTE` is also looked up in the spec's own folder."""
     path = Path(path)
-    return parse(read_toml(path), name=path.stem, preset=preset, source=str(path))
+    with searching(path.parent):
+        return parse(read_toml(path), name=path.stem, preset=preset, source=str(path))
 
 
 def read_toml(path: Path, seen: tuple[Path, ...] = ()) -> dict:
