@@ -18,9 +18,9 @@ def make_spec(mode="verified", probes=3, resolution=0.0, max_expand=4):
     return SearchSpec(variable="N", lo=1, hi=2, mode=mode, probes=probes, resolution=resolution, max_expand=max_expand)
 
 
-def run(spec, lo, hi, success, limit=500):
+def run(spec, lo, hi, success, limit=500, ceiling=None):
     """Drive a search to the end; return the final bracket and the list of rounds (value -> outcome)."""
-    b = search.start(spec, lo, hi)
+    b = search.start(spec, lo, hi, ceiling)
     rounds = []
     while not b.done:
         values = search.probes(spec, b)
@@ -381,3 +381,15 @@ def test_bracket_capacity_and_first_failure_properties():
     assert math.isnan(below_.capacity) and below_.first_failure == 5
     above = Bracket(5, 9, True, False, censored="above", done=True)
     assert above.capacity == 9 and math.isnan(above.first_failure)
+
+
+@FAST
+@given(lo=st.integers(1, 100), width=st.integers(1, 100), ceiling_factor=st.integers(1, 20))
+def test_expansion_never_probes_past_the_variables_ceiling(lo, width, ceiling_factor):
+    """A field's `maximum` bounds the doublings: everything succeeds, the search stops censored "above"
+    without probing a value the experiment does not support."""
+    hi = lo + width
+    ceiling = hi * ceiling_factor
+    b, rounds = run(make_spec(max_expand=10), lo, hi, lambda v: True, ceiling=ceiling)
+    assert b.censored == "above" and max(v for r in rounds for v in r) <= ceiling
+    assert b.expansions <= 10

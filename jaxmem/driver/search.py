@@ -34,6 +34,7 @@ class Bracket:
     censored: str = ""  # "below": even lo failed; "above": hi still succeeded after max_expand doublings
     non_monotone: bool = False  # a success was seen above a failure
     done: bool = False
+    ceiling: int | None = None  # the largest value the variable may take: no doubling past it
 
     @property
     def capacity(self) -> float:
@@ -48,9 +49,9 @@ class Bracket:
         return float(self.hi) if self.hi_bad and self.censored != "above" else math.nan
 
 
-def start(spec: SearchSpec, lo: int, hi: int) -> Bracket:
+def start(spec: SearchSpec, lo: int, hi: int, ceiling: int | None = None) -> Bracket:
     paper = spec.mode == "paper"
-    return _settle(spec, Bracket(lo=lo, hi=hi, lo_ok=paper, hi_bad=paper))
+    return _settle(spec, Bracket(lo=lo, hi=hi, lo_ok=paper, hi_bad=paper, ceiling=ceiling))
 
 
 def converged(spec: SearchSpec, b: Bracket) -> bool:
@@ -89,7 +90,7 @@ def update(spec: SearchSpec, b: Bracket, outcome: dict[int, bool]) -> Bracket:
     if not b.lo_ok and not outcome[b.lo]:
         return dataclasses.replace(b, censored="below", done=True)
     if not b.hi_bad and outcome[b.hi]:
-        if b.expansions >= spec.max_expand:
+        if b.expansions >= spec.max_expand or (b.ceiling is not None and 2 * b.hi > b.ceiling):
             return dataclasses.replace(b, lo_ok=True, censored="above", done=True)
         return _settle(
             spec, dataclasses.replace(b, lo=b.hi, hi=2 * b.hi, lo_ok=True, hi_bad=False, expansions=b.expansions + 1)

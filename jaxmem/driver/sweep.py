@@ -160,7 +160,7 @@ class Sweep:
     def _bracket(self, unit: Unit) -> searching.Bracket:
         s = self.spec.search
         lo, hi = (int(evaluate(b, unit.point)) for b in (s.lo, s.hi))
-        return searching.start(s, lo, hi)
+        return searching.start(s, lo, hi, self.exp.fields[s.variable].maximum)
 
     def refresh(self) -> list[dict]:
         """Recompute the pending runs of every open unit; return rows of searches that just finished."""

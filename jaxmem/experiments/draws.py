@@ -21,6 +21,8 @@ _TRUNCATED_NORMAL_STD = 0.87962566103423978
 _TWO_SIGMA = 0.9772498680518208  # Φ(2)
 _MAX_ROWS = 1 << 24
 _MAX_COLS = 1 << 16
+ROWS_LIMIT = _MAX_ROWS // 2  # the largest true size along the rows of a draw: padded (≤ 2×), it still fits
+COLS_LIMIT = _MAX_COLS // 2  # the same along the columns (a size field's `maximum`)
 
 
 def _uniform_flat(key: jax.Array, shapes: list[tuple[int, ...]]) -> jax.Array:

@@ -63,6 +63,7 @@ class Field:
     choices: tuple = ()
     minimum: float | None = None
     ladder: str | Callable[[Config], str] | None = None
+    maximum: float | None = None  # the largest value the experiment supports (e.g. its draws' limits)
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -82,6 +83,8 @@ class Field:
             return f"{name} must be one of {list(self.choices)}, got {value!r}"
         if self.minimum is not None and value < self.minimum:
             return f"{name} must be >= {self.minimum}, got {value!r}"
+        if self.maximum is not None and value > self.maximum:
+            return f"{name} must be <= {self.maximum}, got {value!r} (the largest the experiment supports)"
         return None
 
     def ladder_of(self, name: str, config: Config) -> str:
@@ -97,9 +100,10 @@ class Field:
         return float(value) if self.type is float else int(value)
 
 
-def size(doc: str, default: Any = REQUIRED, minimum: int | None = 1, ladder=None) -> Field:
-    """A padded size (see the module doc)."""
-    return Field(int, doc, SIZE, default, (), minimum, ladder)
+def size(doc: str, default: Any = REQUIRED, minimum: int | None = 1, ladder=None, maximum: int | None = None) -> Field:
+    """A padded size (see the module doc). Its padded value is at most twice its value (every padding
+    ladder holds the powers of two), which `maximum` must allow for."""
+    return Field(int, doc, SIZE, default, (), minimum, ladder, maximum)
 
 
 def static(type_: type, doc: str, default: Any = REQUIRED, choices: tuple = (), minimum=None) -> Field:

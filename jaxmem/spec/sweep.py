@@ -679,6 +679,13 @@ def _validated_point(point, exp: Experiment, search, helpers, problems, skipped)
             return None
         if lo < 1 or hi < lo:
             impossible.append(f"search bracket [{lo}, {hi}] is empty or below 1")
+        ceiling = exp.fields[search.variable].maximum
+        if ceiling is not None and hi > ceiling:
+            problems.append(
+                f"search.hi: {search.variable} = {short(hi)} at ({_label(point)}) is above the largest "
+                f"{search.variable} that {exp.name} supports ({ceiling})"
+            )
+            return None
         full[search.variable] = lo
     impossible += exp.check(full)
     if impossible:

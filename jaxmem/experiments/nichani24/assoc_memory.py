@@ -28,10 +28,16 @@ MODELS = ("linear", "lowrank", "mlp")
 
 FIELDS = {
     "model": static(str, "memory architecture", choices=MODELS),
-    "d": size("embedding dimension"),
-    "m": size("hidden width (mlp) or rank (lowrank); unused by linear", default=0, minimum=0),
-    "N": size("number of stored inputs"),
-    "M": size("number of outputs; 0 means M = N (f* = identity)", default=0, minimum=0, ladder=lambda c: "M" if c["M"] else "N"),
+    "d": size("embedding dimension", maximum=jr.COLS_LIMIT),
+    "m": size("hidden width (mlp) or rank (lowrank); unused by linear", default=0, minimum=0, maximum=jr.COLS_LIMIT),
+    "N": size("number of stored inputs", maximum=jr.ROWS_LIMIT),
+    "M": size(
+        "number of outputs; 0 means M = N (f* = identity)",
+        default=0,
+        minimum=0,
+        ladder=lambda c: "M" if c["M"] else "N",
+        maximum=jr.ROWS_LIMIT,
+    ),
     "init": static(str, "standard (lecun_normal, as the authors) or hebbian (Thm 1)", "standard", ("standard", "hebbian")),
     "mlp_bias": static(bool, "first-layer bias in the mlp (authors' code)", default=True),
     "loss_form": static(

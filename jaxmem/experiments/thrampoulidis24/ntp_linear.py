@@ -72,9 +72,9 @@ TOY2D_H = np.array([[0.0, 1.0], [-math.sqrt(3) / 2, -0.5], [math.sqrt(3) / 2, -0
 TOY2D_P = np.array([[0.0, 0.5, 0.3, 0.2, 0.0], [0.7, 0.2, 0.0, 0.0, 0.1], [0.6, 0.0, 0.0, 0.3, 0.1]])
 
 FIELDS = {
-    "m": size("number of distinct contexts"),
-    "d": size("embedding dimension"),
-    "V": size("vocabulary size", minimum=2),
+    "m": size("number of distinct contexts", maximum=jr.ROWS_LIMIT),
+    "d": size("embedding dimension", maximum=jr.COLS_LIMIT),
+    "V": size("vocabulary size", minimum=2, maximum=jr.COLS_LIMIT),
     "support": traced(int, "next-token support size |S_j| of every context", minimum=1),
     "optimizer": traced(str, "gd | ngd (gradient-norm normalised GD) | adam", "gd", OPTIMIZERS),
     "eta": traced(float, "step size (times lr); 0 = the paper's: gd 0.5, ngd/adam 0.01", 0.0, minimum=0.0),
