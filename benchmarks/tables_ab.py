@@ -9,6 +9,7 @@ files mean bitwise-equal numbers). Columns that record when and where a run happ
 `compare` diffs two captures and prints a Markdown table.
 
     python benchmarks/tables_ab.py capture --out /tmp/before [--only fig1_linear,fig3_main]
+    (to capture a revision: `git archive REV | tar -x -C DIR`, then run DIR/benchmarks/tables_ab.py)
     python benchmarks/tables_ab.py compare /tmp/before /tmp/after
 """
 
@@ -50,7 +51,7 @@ def capture(out: Path, only: set[str]) -> None:
         done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
         seconds = time.perf_counter() - started
         print(f"{sweep.stem}: exit {done.returncode} in {seconds:.0f} s", flush=True)
-        if done.returncode not in (0, 1):  # 1: the report's expectation check failed, results are stored
+        if not (run_dir / "results.sqlite").exists():
             (out / f"{sweep.stem}.error").write_text(done.stdout + done.stderr)
             continue
         dump_tables(run_dir, out / sweep.stem)
@@ -76,7 +77,7 @@ def compare(before: Path, after: Path) -> int:
                 cells.append("missing")
                 differing += 1
                 continue
-            rows = a.read_text().count("\n") - 1
+            rows = sum(1 for line in a.read_text().splitlines()[1:] if line)
             same = a.read_bytes() == b.read_bytes()
             differing += not same
             digest = hashlib.sha256(a.read_bytes()).hexdigest()[:10]
