@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import os
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -12,17 +14,25 @@ from jaxmem.engine.executor import abstract_state, nbytes
 from jaxmem.experiments.registry import shipped
 from jaxmem.experiments.interface import REQUIRED
 from jaxmem.spec.expr import evaluate
-from jaxmem.persistence.lock import LockError, lock_state
+from jaxmem.persistence.lock import LockError, lock_state, read_lease
 from jaxmem.engine.device_memory import OutOfMemory
 from jaxmem.plan.buckets import ladder, padded_config, padding_waste
 from jaxmem.driver.progress import Progress
 from jaxmem.spec.sweep import SpecError, SweepSpec, is_file, load
-from jaxmem.persistence.store import FILENAME, StoreError, load_results
+from jaxmem.persistence.store import FILENAME, Store, StoreError, elapsed
 
 SWEEP_DIRS = (Path.cwd() / "sweeps", Path(__file__).resolve().parents[1] / "sweeps")
 
-USER_ERRORS = (SpecError, LockError, StoreError, FileNotFoundError, DistributedError, OutOfMemory)
-_EXIT_CODES = {SpecError: 2, FileNotFoundError: 2, LockError: 3, StoreError: 4, DistributedError: 5, OutOfMemory: 6}
+USER_ERRORS = (SpecError, LockError, StoreError, FileNotFoundError, PermissionError, DistributedError, OutOfMemory)
+_EXIT_CODES = {
+    SpecError: 2,
+    FileNotFoundError: 2,
+    LockError: 3,
+    StoreError: 4,
+    PermissionError: 4,  # a file of the output folder that may not be written (its message names it)
+    DistributedError: 5,
+    OutOfMemory: 6,
+}
 
 
 def exit_code(err: Exception) -> int:
@@ -142,24 +152,41 @@ class _NoStore:
         pass
 
 
-def existing_output(out: Path) -> Path:
+def holds_results(out: Path) -> Path:
+    """`out`, if it holds a results file."""
     if not (out / FILENAME).is_file():
         raise FileNotFoundError(f"{out} holds no jaxmem results ({FILENAME} is missing)")
     return out
 
 
+def existing_output(out: Path) -> Path:
+    """An output folder holding results that `jaxmem report` can write its files into."""
+    if not os.access(holds_results(out), os.W_OK):
+        raise StoreError(
+            f"cannot write the report into {out}: the folder is not writable; copy it to a writable folder and "
+            "run `jaxmem report` there"
+        )
+    return out
+
+
 def status(out: Path) -> str:
-    existing_output(out)
-    meta = load_results(out, "meta").set_index("key")["value"].to_dict()
-    runs, searches = load_results(out, "runs"), load_results(out, "searches")
-    compiles = load_results(out, "compiles")
+    """Progress of the sweep in `out`, read without writing anything (the folder may be read-only)."""
+    store = Store(holds_results(out), write=False)
+    try:
+        meta, runs, searches = store.meta(), store.table("runs"), store.table("searches")
+        compiles, last_write = store.table("compiles"), store.last_write()
+    finally:
+        store.close()
+    state = lock_state(out)
+    lease = read_lease(out / ".lock")
+    end = time.time() if state.startswith("running") else max(last_write or 0.0, lease.heartbeat if lease else 0.0)
     lines = [
-        f"sweep {meta.get('spec', '?')} [{meta.get('preset') or 'base'}] in {out} ({lock_state(out)})",
+        f"sweep {meta.get('spec', '?')} [{meta.get('preset') or 'base'}] in {out} ({state})",
         f"runs finished: {len(runs)} ({int(runs['success'].sum()) if len(runs) else 0} successful, "
         f"{int(runs['diverged'].sum()) if len(runs) else 0} diverged)",
         f"threshold searches finished: {len(searches)}",
         f"compiles: {len(compiles)} ({compiles['seconds'].sum() if len(compiles) else 0:.1f} s); "
-        f"elapsed: {float(meta.get('elapsed_s', 0)):.1f} s",
+        f"elapsed: {elapsed(meta, end):.1f} s",
     ]
     checkpoints = (
         sorted(p.name for p in (out / "checkpoints").glob("*") if p.is_dir()) if (out / "checkpoints").is_dir() else []

@@ -1,8 +1,9 @@
 """In-flight checkpoints of a bucket's slots (orbax-checkpoint), saved asynchronously at segment ends.
 
 A checkpoint holds the slots' full run state (parameters, optimizer state, problem, counters) and,
-as JSON, which run sits in which slot. Once a save has finished it is sealed: a manifest records a
-hash of each of its files. Restoring tries the newest checkpoint first and deletes, with a warning,
+as JSON, which run sits in which slot. A save is sealed as soon as it finishes, by a background
+thread: a manifest records a hash of each of its files, so a kill loses at most the work since the
+bucket's last finished save. Restoring tries the newest checkpoint first and deletes, with a warning,
 every checkpoint that is unsealed (its save was interrupted), differs from its manifest (truncated or
 corrupted: a flipped bit in array data would otherwise restore silently) or fails to restore; if none
 is usable the bucket starts afresh. Its runs are recomputed, never taken from a bad file.
@@ -10,6 +11,7 @@ is usable the bucket starts afresh. Its runs are recomputed, never taken from a 
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
 import logging
@@ -33,15 +35,17 @@ class SlotCheckpoints:
             options=ocp.CheckpointManagerOptions(max_to_keep=2, enable_async_checkpointing=True, create=True),
         )
         self.next_step = (self.manager.latest_step() or 0) + 1
-        self.unsealed: int | None = None  # the step whose asynchronous save may still be running
+        self.sealer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="jaxmem-seal")
+        self.sealing: concurrent.futures.Future | None = None  # waits for the pending save, then seals it
 
     def save(self, state: Any, meta: dict) -> None:
-        """Start an asynchronous save; the previous one is finished and sealed first."""
+        """Start an asynchronous save, sealed in the background once it finishes; the previous save is
+        finished and sealed first."""
         self._seal()
         self.manager.save(
             self.next_step, args=ocp.args.Composite(state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta))
         )
-        self.unsealed = self.next_step
+        self.sealing = self.sealer.submit(self._finish, self.directory / str(self.next_step))
         self.next_step += 1
 
     def restore(self, abstract_state: Any) -> tuple[Any, dict] | None:
@@ -71,20 +75,28 @@ class SlotCheckpoints:
 
     def close(self, remove: bool = False) -> None:
         self._seal()
+        self.sealer.shutdown()
         self.manager.close()
         if remove:
             shutil.rmtree(self.directory, ignore_errors=True)
 
-    def _seal(self) -> None:
-        """Wait for the pending save, then write its manifest (atomically: a kill leaves none or all)."""
+    def _finish(self, step_dir: Path) -> None:
+        """In the sealing thread: wait for the pending save, then seal it."""
         self.manager.wait_until_finished()
-        if self.unsealed is None:
-            return
-        step_dir = self.directory / str(self.unsealed)
-        partial = step_dir / f"{MANIFEST}.partial"
-        partial.write_text(json.dumps(file_hashes(step_dir)))
-        os.replace(partial, step_dir / MANIFEST)
-        self.unsealed = None
+        seal(step_dir)
+
+    def _seal(self) -> None:
+        """Wait until the pending save is sealed (raising what made it fail)."""
+        sealing, self.sealing = self.sealing, None
+        if sealing is not None:
+            sealing.result()
+
+
+def seal(step_dir: Path) -> None:
+    """Write a finished save's manifest, atomically: a kill leaves none or all of it."""
+    partial = step_dir / f"{MANIFEST}.partial"
+    partial.write_text(json.dumps(file_hashes(step_dir)))
+    os.replace(partial, step_dir / MANIFEST)
 
 
 def file_hashes(step_dir: Path) -> dict[str, str]:

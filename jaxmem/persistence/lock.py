@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import fcntl
 import json
 import logging
@@ -22,6 +23,8 @@ import threading
 import time
 import uuid
 from pathlib import Path
+
+from jaxmem.persistence.store import not_writable
 
 LEASE_TIMEOUT = 60.0  # seconds without a heartbeat after which a lease is stale
 HEARTBEAT_SECONDS = 5.0
@@ -100,8 +103,13 @@ class OutputLock:
         self._beat: threading.Thread | None = None
 
     def __enter__(self) -> "OutputLock":
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)  # not O_APPEND: leases are rewritten in place
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)  # not O_APPEND: leases are rewritten in place
+        except OSError as err:
+            if err.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            raise not_writable(self.path.parent, Path(err.filename or self.path), err.strerror) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             self.fd = fd
@@ -192,9 +200,9 @@ def lock_state(out_dir: Path) -> str:
     path = Path(out_dir) / ".lock"
     if not path.exists():
         return "idle"
-    with open(path, "a+") as handle:
+    with open(path) as handle:  # opened read-only (the folder may be): a run's exclusive lock refuses a shared one
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
             fcntl.flock(handle, fcntl.LOCK_UN)
             locked_here = False
         except BlockingIOError:

@@ -15,11 +15,10 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from jaxmem.persistence.store import FILENAME, RUN_COLUMNS, SEARCH_COLUMNS, Store, StoreError
+from jaxmem.persistence.store import CHECKED, FILENAME, Store, StoreError
 
 SHARDS = "shards"
-_KEYED = {"runs": RUN_COLUMNS, "searches": SEARCH_COLUMNS, "trajectories": ("run_id", "step", "metrics")}
-_COMPILE_COLUMNS = ("bucket", "shape", "slots", "seconds", "at")
+_KEYED = ("runs", "searches", "trajectories")  # rows keyed by ids; meta is the folder's own
 
 
 def shard_dir(out_dir: Path, process_id: int) -> Path:
@@ -60,11 +59,11 @@ def _merge_one(store: Store, path: Path) -> int:
     db.execute("ATTACH DATABASE ? AS shard", (str(path),))
     try:
         with db:
-            for table, columns in _KEYED.items():
-                names = ", ".join(columns)
+            for table in _KEYED:
+                names = ", ".join(CHECKED[table])
                 db.execute(f"INSERT OR IGNORE INTO main.{table} ({names}) SELECT {names} FROM shard.{table}")
-            names = ", ".join(_COMPILE_COLUMNS)
-            same = " AND ".join(f"c.{c} IS s.{c}" for c in _COMPILE_COLUMNS)
+            names = ", ".join(CHECKED["compiles"])
+            same = " AND ".join(f"c.{c} IS s.{c}" for c in CHECKED["compiles"])
             db.execute(
                 f"INSERT INTO main.compiles ({names}) SELECT {names} FROM shard.compiles AS s "
                 f"WHERE NOT EXISTS (SELECT 1 FROM main.compiles AS c WHERE {same})"

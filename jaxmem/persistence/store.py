@@ -6,10 +6,15 @@ by deterministic ids, so a process killed at any point leaves either the whole r
 resumed sweep never writes a row twice.
 
 Damage is detected, never used: opening a store runs SQLite's `quick_check` and verifies every row of
-`runs`, `searches` and `trajectories` against its checksum (a hash of the stored values, written by
-a trigger in the row's own transaction). A damaged file is reported; `jaxmem run` (repair=True) moves
-it aside as `results.sqlite.corrupt-<time>`, with a warning naming it, and starts a fresh store, so the
-sweep recomputes those rows.
+every table (`runs`, `searches`, `trajectories`, `meta`, `compiles`) against its checksum (a hash of
+the stored values, written by a trigger in the row's own transaction). A damaged file is reported;
+`jaxmem run` (repair=True) moves it aside as `results.sqlite.corrupt-<time>`, with a warning naming it,
+and starts a fresh store, so the sweep recomputes those rows.
+
+Reads (`load_results`, `jaxmem status`, `jaxmem report`) write no rows and work in a read-only folder
+(see `connect`); a store opened for writing refuses, naming the path, a file or folder it cannot
+write. Every read returns rows in one canonical order (ORDER), whatever order they were written in,
+so everything derived from a store depends on its rows alone.
 """
 
 from __future__ import annotations
@@ -17,10 +22,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any, Iterable
+from urllib.parse import quote
 
 import pandas as pd
 
@@ -82,21 +89,42 @@ SEARCH_COLUMNS = (
     "bits",
     "status",
 )
-CHECKED = {"runs": RUN_COLUMNS, "searches": SEARCH_COLUMNS, "trajectories": ("run_id", "step", "metrics")}
+CHECKED = {  # every table, with the columns its rows' checksums cover
+    "runs": RUN_COLUMNS,
+    "searches": SEARCH_COLUMNS,
+    "trajectories": ("run_id", "step", "metrics"),
+    "meta": ("key", "value"),
+    "compiles": ("bucket", "shape", "slots", "seconds", "at"),
+}
+ORDER = {  # the canonical order of each table's rows in every read (a total order: keys come last)
+    "runs": ("point", "seed", "value", "lr", "run_id"),
+    "searches": ("point", "seed", "unit"),
+    "trajectories": ("run_id", "step"),
+    "meta": ("key",),
+    "compiles": ("at", "bucket", "shape", "slots", "seconds"),
+}
+SESSION = "session"  # meta key: {"started_at", "elapsed_s"} of the latest `jaxmem run`, written as it starts
+_ACCESS_ERRORS = ("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM", "SQLITE_AUTH")  # not damage
 
 
 class StoreError(RuntimeError):
-    """The results file is unreadable or belongs to another sweep."""
+    """The results file is unreadable, cannot be written, or belongs to another sweep."""
 
 
 class Store:
-    def __init__(self, out_dir: Path, repair: bool = False, verify: Iterable[str] = tuple(CHECKED)):
-        """Open (or create) the store of an output folder, checking the rows of the tables in `verify`.
-        A damaged file raises StoreError, or with `repair` is moved aside (its path in `self.quarantined`)
-        and replaced by an empty store."""
+    def __init__(
+        self, out_dir: Path, repair: bool = False, verify: Iterable[str] = tuple(CHECKED), write: bool = True
+    ):
+        """Open the store of an output folder, checking the rows of the tables in `verify`: with
+        `write`, created if missing and its schema migrated, else read-only. A damaged file raises
+        StoreError, or with `repair` is moved aside (its path in `self.quarantined`) and replaced by an
+        empty store. A file or folder it may not open, or with `write` not write, raises StoreError."""
         self.path = Path(out_dir) / FILENAME
         self.quarantined: Path | None = None
         self.verify = tuple(verify)
+        self.write = write
+        if write and (blocked := unwritable(self.path)):
+            raise not_writable(self.path.parent, blocked)
         damage = self._open()
         if damage and not repair:
             raise StoreError(
@@ -116,17 +144,24 @@ class Store:
                 raise StoreError(f"cannot create a fresh results file {self.path}: {damage}")
 
     def _open(self) -> str | None:
-        """Connect, create or migrate the schema and check the file; the damage found (then closed), or None."""
-        self.db = sqlite3.connect(self.path, timeout=30)
+        """Connect (read-only unless writing), create or migrate the schema when writing, and check the
+        file; the damage found (then closed), or None. An error opening it that is no damage (a file
+        it may not read or write) raises StoreError."""
+        try:
+            self.db = connect(self.path, self.write)
+        except sqlite3.DatabaseError as err:
+            return _damage_of(err, self.path)
         try:
             self.db.create_function("row_hash", -1, row_hash, deterministic=True)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=FULL")
-            self.db.executescript(_SCHEMA)
-            self._migrate()
+            if self.write:
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=FULL")
+                self.db.executescript(_SCHEMA)
+                self._migrate()
             damage = _damage(self.db, self.verify)
         except sqlite3.DatabaseError as err:
-            damage = str(err)
+            self.db.close()
+            return _damage_of(err, self.path)
         if damage:
             self.db.close()
         return damage
@@ -134,12 +169,12 @@ class Store:
     def _migrate(self) -> None:
         """Add the columns newer versions write to a store made by an older one (rows written before
         checksums existed are hashed as they are), and the checksum triggers."""
-        have = {row[1] for row in self.db.execute("PRAGMA table_info(runs)")}
+        have = columns_of(self.db, "runs")
         with self.db:
             for column in (c for c in RUN_COLUMNS if c not in have):
                 self.db.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
             for table, columns in CHECKED.items():
-                if "checksum" not in {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}:
+                if "checksum" not in columns_of(self.db, table):
                     self.db.execute(f"ALTER TABLE {table} ADD COLUMN checksum TEXT")
                     self.db.execute(f"UPDATE {table} SET checksum = row_hash({', '.join(columns)})")
                 new = ", ".join(f"NEW.{c}" for c in columns)
@@ -157,7 +192,7 @@ class Store:
     def set_meta(self, values: dict[str, Any]) -> None:
         with self.db:
             self.db.executemany(
-                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                _insert("meta", "INSERT OR REPLACE"),
                 [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in values.items()],
             )
 
@@ -186,7 +221,7 @@ class Store:
     def add_compile(self, bucket: str, shape: dict, slots: int, seconds: float, at: float) -> None:
         with self.db:
             self.db.execute(
-                "INSERT INTO compiles VALUES (?, ?, ?, ?, ?)",
+                _insert("compiles", "INSERT"),
                 (bucket, json.dumps(shape, sort_keys=True), slots, seconds, at),
             )
 
@@ -197,14 +232,70 @@ class Store:
     def finished_searches(self) -> set[str]:
         return {u for (u,) in self.db.execute("SELECT unit FROM searches")}
 
+    def last_write(self) -> float | None:
+        """The newest time the store records: a run's finish or a compile."""
+        return self.db.execute(
+            "SELECT max(t) FROM (SELECT max(finished_at) AS t FROM runs UNION ALL SELECT max(at) FROM compiles)"
+        ).fetchone()[0]
+
     def table(self, name: str) -> pd.DataFrame:
-        frame = pd.read_sql_query(f"SELECT * FROM {name}", self.db)
-        return frame.drop(columns="checksum", errors="ignore")
+        """A table's rows in the canonical order (ORDER), with every column this version writes (a
+        store written by an older one, read without migrating it, lacks some: they are empty)."""
+        frame = pd.read_sql_query(f"SELECT * FROM {name} ORDER BY {', '.join(ORDER[name])}", self.db)
+        return frame.reindex(columns=list(CHECKED[name]))
 
 
-def _insert(table: str) -> str:
+def _insert(table: str, verb: str = "INSERT OR IGNORE") -> str:
     columns = CHECKED[table]
-    return f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+    return f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+
+
+def connect(path: Path, write: bool) -> sqlite3.Connection:
+    """A connection to a results file. One that reads writes no rows (`query_only`). In a folder this
+    process may write it is an ordinary connection: as the last connection to a file, it moves the rows
+    a killed run left in the -wal file into the file and removes the -wal and -shm files on closing.
+    Elsewhere it is read-only (`mode=ro`), or `immutable` where the folder cannot hold the -shm file
+    SQLite needs and no -wal file holds rows not yet in the file (else the error is raised)."""
+    if write:
+        return sqlite3.connect(path, timeout=30)
+    uri = f"file:{quote(str(path.absolute()))}"
+    if unwritable(path) is None:
+        db = sqlite3.connect(f"{uri}?mode=rw", uri=True, timeout=30)
+        db.execute("PRAGMA query_only = 1")
+        return db
+    db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30)
+    try:
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as err:
+        db.close()
+        wal = Path(f"{path}-wal")
+        if not isinstance(err, sqlite3.OperationalError) or (wal.exists() and wal.stat().st_size):
+            raise
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True)
+    return db
+
+
+def unwritable(path: Path) -> Path | None:
+    """The first of a results file's folder and files (-wal, -shm) this process cannot write, or None."""
+    paths = (path.parent, path, Path(f"{path}-wal"), Path(f"{path}-shm"))
+    return next((p for p in paths if p.exists() and not os.access(p, os.W_OK)), None)
+
+
+def not_writable(folder: Path, path: Path, reason: str = "") -> StoreError:
+    """The error of a `jaxmem run` that cannot write to its output folder."""
+    because = f" ({reason})" if reason else ""
+    return StoreError(
+        f"cannot write to output folder {folder}: {path} is not writable{because}; choose another --out or "
+        "make it writable"
+    )
+
+
+def _damage_of(err: sqlite3.DatabaseError, path: Path) -> str:
+    """`err` as damage found opening a results file; raises StoreError when it is no damage but an
+    access error (a file or folder SQLite may not open, read or write)."""
+    if (err.sqlite_errorname or "").startswith(_ACCESS_ERRORS):
+        raise StoreError(f"cannot open results file {path}: {err}") from None
+    return str(err)
 
 
 def row_hash(*values) -> str:
@@ -213,7 +304,9 @@ def row_hash(*values) -> str:
 
 
 def _damage(db: sqlite3.Connection, tables: Iterable[str]) -> str | None:
-    """What is wrong with an open store: a failed integrity check, or rows of `tables` failing their checksum."""
+    """What is wrong with an open store: a failed integrity check, or rows of `tables` failing their
+    checksum (tables without checksums, in a store an older version wrote and nothing has migrated
+    since, have none to check)."""
     check = [row[0].replace("\n", "; ") for row in db.execute("PRAGMA quick_check(3)")]
     if check != ["ok"]:
         return "integrity check failed: " + "; ".join(check)[:300]
@@ -222,10 +315,24 @@ def _damage(db: sqlite3.Connection, tables: Iterable[str]) -> str | None:
             f"SELECT count(*) FROM {table} WHERE checksum IS NOT row_hash({', '.join(columns)})"
         ).fetchone()[0]
         for table, columns in CHECKED.items()
-        if table in tables
+        if table in tables and "checksum" in columns_of(db, table)
     }
     failing = ", ".join(f"{n} in {table}" for table, n in bad.items() if n)
     return f"rows failing their checksum: {failing}" if failing else None
+
+
+def columns_of(db: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+
+
+def elapsed(meta: dict[str, str], end: float) -> float:
+    """Seconds a sweep has run: its finished runs' total (`elapsed_s`) plus, while the latest run's
+    session is open (it is running, or was killed before adding its time), that session up to `end`."""
+    total = float(meta.get("elapsed_s", 0.0))
+    session = json.loads(meta.get(SESSION, "null"))
+    if session is None or session["elapsed_s"] != total:
+        return total
+    return total + max(end - session["started_at"], 0.0)
 
 
 def quarantine(path: Path) -> Path:
@@ -256,13 +363,16 @@ def expand_config(frame: pd.DataFrame) -> pd.DataFrame:
 
 def load_results(out_dir: str | Path, table: str = "runs", expand: bool = True) -> pd.DataFrame:
     """One sweep's results as a DataFrame: `runs` (default), `searches`, `trajectories`, `compiles` or
-    `meta`; with `expand`, the JSON `config` column becomes one column per field."""
+    `meta`, read without writing anything; with `expand`, the JSON `config` column becomes one column
+    per field. Rows come in a canonical order, whatever order they were written in: runs by (point,
+    seed, value, lr, run_id), searches by (point, seed, unit), trajectories by (run_id, step), meta by
+    key, compiles by time."""
     path = Path(out_dir) / FILENAME
     if not path.is_file():
         raise FileNotFoundError(f"no results in {out_dir} (expected {path})")
-    if table not in ("runs", "searches", "trajectories", "compiles", "meta"):
-        raise ValueError(f"unknown table {table!r}; one of runs, searches, trajectories, compiles, meta")
-    store = Store(Path(out_dir), verify=[table] if table in CHECKED else [])  # the rows it returns
+    if table not in CHECKED:
+        raise ValueError(f"unknown table {table!r}; one of {', '.join(CHECKED)}")
+    store = Store(Path(out_dir), verify=[table], write=False)  # the rows it returns
     try:
         frame = store.table(table)
     finally:
