@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from jaxmem.experiments.nichani24 import factual_recall as fr
+from jaxmem.experiments.nichani24 import facts
+from jaxmem.plan.buckets import static_shape, traced_values
 from helpers import assert_padded_matches, bucket_shape, run_program
 
 EXP = fr.EXPERIMENT
@@ -21,7 +23,7 @@ def init(key, shape, dyn):
 def one(config, pad):
     """(shape, dyn) of a single run as jnp values, for calling the experiment functions directly."""
     configs, shape = bucket_shape([config], pad, EXP)
-    return shape, {k: jnp.asarray(v) for k, v in EXP.dynamic(configs[0]).items()}
+    return shape, {k: jnp.asarray(v) for k, v in traced_values(EXP, configs[0]).items()}
 
 
 @pytest.mark.parametrize(
@@ -39,7 +41,7 @@ def test_sampler_layout_and_active_tokens():
     config = {**SMALL, "noise": 6, "T": 10}
     shape, dyn = one(config, BIG)  # padded: the sampler must still use only active ids
     S, R, N, T = 5, 3, 6, 10
-    x, s, r = fr.sample(jax.random.PRNGKey(3), 4096, shape, dyn)
+    x, s, r = facts.sample(jax.random.PRNGKey(3), 4096, shape, dyn)
     x, s, r = np.asarray(x), np.asarray(s), np.asarray(r)
     assert x.shape == (4096, T)
     assert np.all(x[:, -1] == S + R + N), "EOS at T-1"
@@ -64,18 +66,18 @@ def test_fact_dict_blocks_and_distinct():
     config = {**SMALL, "S": 6, "R": 4, "D": 8}
     for distinct in (False, True):
         shape, dyn = one({**config, "distinct_answers": distinct}, BIG)
-        facts = np.asarray(fr.fact_dict(jax.random.PRNGKey(1), shape, dyn))[:6, :4]
+        answers = np.asarray(facts.fact_dict(jax.random.PRNGKey(1), shape, dyn, shape["distinct_answers"]))[:6, :4]
         for r in range(4):
-            assert np.all((facts[:, r] >= 8 * r) & (facts[:, r] < 8 * r + 8))
+            assert np.all((answers[:, r] >= 8 * r) & (answers[:, r] < 8 * r + 8))
             if distinct:
-                assert len(set(facts[:, r])) == 6
+                assert len(set(answers[:, r])) == 6
 
 
 def test_sampled_batch_and_problem_equal_padded_vs_unpadded():
     key = jax.random.PRNGKey(7)
     (shape_s, dyn_s), (shape_b, dyn_b) = one(SMALL, EXACT), one(SMALL, BIG)
-    xs, ss, rs = fr.sample(key, 256, shape_s, dyn_s)
-    xb, sb, rb = fr.sample(key, 256, shape_b, dyn_b)
+    xs, ss, rs = facts.sample(key, 256, shape_s, dyn_s)
+    xb, sb, rb = facts.sample(key, 256, shape_b, dyn_b)
     assert np.array_equal(xs, xb) and np.array_equal(ss, sb) and np.array_equal(rs, rb)
     _, ps = init(key, shape_s, dyn_s)
     _, pb = init(key, shape_b, dyn_b)
@@ -87,13 +89,14 @@ def test_sampled_batch_and_problem_equal_padded_vs_unpadded():
 
 def test_parameter_count_and_info_bits():
     config = EXP.complete({"S": 32, "R": 32, "D": 8, "d": 32, "H": 4, "d_h": 8, "m": 64})
-    assert EXP.num_params(config) == 4 * 4 * 32 * 8 + 2 * 64 * 32
+    resolved = EXP.effective(config)
+    assert EXP.cost("params", resolved) == 4 * 4 * 32 * 8 + 2 * 64 * 32
     vocab = 32 + 32 + 32 * 8 + 64 + 1  # S + R + |A| + |N| + EOS, the paper's vocabulary
-    assert EXP.info_bits(config) == pytest.approx(32 * 32 * 3 + 32 * 8 * np.log2(vocab / 8))
+    assert EXP.cost("bits", resolved) == pytest.approx(32 * 32 * 3 + 32 * 8 * np.log2(vocab / 8))
     shape, dyn = one(config, EXACT)
     params = jax.eval_shape(lambda k: EXP.init(k, shape, dyn)[0], jax.random.PRNGKey(0))
     counted = sum(p.size for name, p in params.items() if name != "b1")
-    assert counted == EXP.num_params(config)
+    assert counted == EXP.cost("params", resolved)
     assert EXP.check({**config, "d_h": 0}) and EXP.check({**config, "T": 2}) and not EXP.check(config)
 
 
@@ -129,12 +132,12 @@ def test_tiny_training_run_learns(tmp_path):
 def test_scalings_set_the_task_sizes_from_size(scaling, size, expected):
     config = EXP.complete({**SMALL, "S": 0, "R": 0, "D": 8, "scaling": scaling, "size": size})
     assert not EXP.check(config)
-    sizes = fr.task_sizes(config)
+    sizes = EXP.effective(config)
     assert (sizes["S"], sizes["R"], sizes["D"]) == expected
-    assert EXP.dynamic(config)["S"] == expected[0] and EXP.dynamic(config)["R"] == expected[1]
-    explicit = EXP.complete({**SMALL, "S": expected[0], "R": expected[1], "D": expected[2]})
-    assert EXP.info_bits(config) == EXP.info_bits(explicit)
-    assert EXP.flops_per_step(config) == EXP.flops_per_step(explicit)
+    assert traced_values(EXP, config)["S"] == expected[0] and traced_values(EXP, config)["R"] == expected[1]
+    explicit = EXP.effective({**SMALL, "S": expected[0], "R": expected[1], "D": expected[2]})
+    assert EXP.cost("bits", sizes) == EXP.cost("bits", explicit)
+    assert EXP.cost("flops_per_step", sizes) == EXP.cost("flops_per_step", explicit)
 
 
 def test_scaling_and_explicit_sizes_conflict_and_missing_sizes_are_reported():
@@ -147,7 +150,7 @@ def test_scaling_and_explicit_sizes_conflict_and_missing_sizes_are_reported():
 def test_sizes_set_by_scaling_climb_the_searched_variables_ladder():
     config = EXP.complete({**SMALL, "S": 0, "R": 0, "scaling": "linear", "size": 5})
     pad = lambda n, field=None: n + (100 if field == "size" else 1)  # noqa: E731
-    shape = EXP.shape(config, pad)
+    shape = static_shape(EXP, config, pad)
     assert shape["S"] == 105 and shape["R"] == 105 and shape["D"] == 4
 
 
@@ -175,7 +178,7 @@ def test_search_row_of_a_square_scaling_counts_bits_at_the_integer_capacity(tmp_
     row = sweep._search_row(Unit(spec.points[0], 0), Bracket(lo=9, hi=10, lo_ok=True, hi_bad=True, done=True))
     assert row["capacity"] == 9.0
     assert row["bits"] == pytest.approx(
-        EXP.info_bits(EXP.complete({**spec.points[0], "S": 9, "R": 3, "scaling": "none"}))
+        EXP.cost("bits", EXP.effective({**spec.points[0], "S": 9, "R": 3, "scaling": "none"}))
     )
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from jaxmem.experiments.nichani24 import sequential_learning as sl
+from jaxmem.plan.buckets import traced_values
 from helpers import assert_padded_matches, bucket_shape, run_program
 
 EXP = sl.EXPERIMENT
@@ -22,7 +23,7 @@ SMALL = {"S": 5, "R": 3, "D": 3, "noise": 7, "T": 8, "d": 12, "batch": 64, "test
 def one(config, pad=EXACT):
     """(shape, dyn) of a single run as jnp values, for calling the experiment functions directly."""
     configs, shape = bucket_shape([config], pad, EXP)
-    return shape, {k: jnp.asarray(v) for k, v in EXP.dynamic(configs[0]).items()}
+    return shape, {k: jnp.asarray(v) for k, v in traced_values(EXP, configs[0]).items()}
 
 
 def init(config, seed=0):
@@ -54,7 +55,7 @@ def test_init_predicts_uniformly(model):
         for name, value in expected.items():
             np.testing.assert_allclose(float(metrics[name]), value, rtol=1e-5, atol=1e-12, err_msg=(scheme, name))
     params = jax.eval_shape(lambda k: EXP.init(k, shape, one(config)[1])[0], jax.random.PRNGKey(0))
-    assert EXP.num_params(config) == sum(p.size for p in params.values())
+    assert EXP.cost("params", EXP.effective(config)) == sum(p.size for p in params.values())
 
 
 def test_structured_dictionary_makes_p_star_uniform_on_block_r():

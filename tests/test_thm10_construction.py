@@ -11,6 +11,7 @@ import pytest
 import jaxmem
 from helpers import assert_padded_matches, bucket_shape, jaxmem_cli, run_program
 from jaxmem.experiments.nichani24 import thm10_construction as t10
+from jaxmem.plan.buckets import traced_values
 
 EXP = t10.EXPERIMENT
 EXACT = lambda n, *_: n  # noqa: E731
@@ -26,7 +27,7 @@ HARD = {**EASY, "S": 8, "R": 4, "D": 4, "M": 4, "d": 8, "d_h": 2}
 def test_padded_run_equals_unpadded_run():
     # a head budget with a spare head (S = 5, R = 3 in 6 heads: M = 2, 5 heads used), paper decoding
     config = {"S": 5, "R": 3, "D": 3, "H": 6, "d": 12, "d_h": 4, "T": 8, "test_size": 64, "decode": "vocabulary"}
-    assert EXP.dynamic(EXP.complete(config))["heads"] == 5
+    assert traced_values(EXP, config)["heads"] == 5
     small = run_program([config], EXACT, 2, 0, [1.0], exp=EXP, eval_every=1)
     big = run_program([config], BIG, 2, 0, [1.0], exp=EXP, eval_every=1)
     assert_padded_matches(small, big, t10.METRICS, 0)
@@ -69,17 +70,18 @@ def test_margins_are_those_of_the_proof(easy_and_hard):
 
 def test_parameter_count_group_sizes_and_impossible_shapes():
     config = EXP.complete({"S": 10, "R": 3, "d": 16, "d_h": 4, "M": 4})
-    assert t10.head_count(config) == 3 + 1
-    assert EXP.num_params(config) == 4 * 4 * 16 * 4
-    assert EXP.info_bits(config) == pytest.approx(10 * 3 * math.log2(8))
+    resolved = EXP.effective(config)
+    assert resolved["H"] == 3 + 1
+    assert EXP.cost("params", resolved) == 4 * 4 * 16 * 4
+    assert EXP.cost("bits", resolved) == pytest.approx(10 * 3 * math.log2(8))
     _, shape = bucket_shape([config], EXACT, EXP)
-    dyn = {k: np.asarray(v) for k, v in EXP.dynamic(config).items()}
+    dyn = {k: np.asarray(v) for k, v in traced_values(EXP, config).items()}
     params = jax.eval_shape(lambda k: EXP.init(k, shape, dyn)[0], jax.random.PRNGKey(0))
-    assert sum(p.size for p in params.values()) == EXP.num_params(config)
+    assert sum(p.size for p in params.values()) == EXP.cost("params", resolved)
     # a head budget: the smallest M whose ⌈S/M⌉ + ⌈R/M⌉ heads fit; parameters count the whole budget
     budget = EXP.complete({"S": 10, "R": 3, "d": 16, "d_h": 4, "H": 5})
-    assert t10.group_size(budget) == 3 and EXP.dynamic(budget)["heads"] == 4 + 1
-    assert EXP.num_params(budget) == 4 * 5 * 16 * 4
+    assert t10.group_size(budget) == 3 and traced_values(EXP, budget)["heads"] == 4 + 1
+    assert EXP.cost("params", EXP.effective(budget)) == 4 * 5 * 16 * 4
     assert not EXP.check(config) and not EXP.check(budget)
     for bad in ({"S": 0}, {"d_h": 0}, {"d_h": 32}, {"T": 2}, {"d": 1, "d_h": 1}, {"M": 0}, {"M": 0, "H": 1}):
         assert EXP.check({**config, **bad}), bad

@@ -1,12 +1,9 @@
 """Synthetic factual recall with a one-layer transformer (Nichani, Lee, Bietti 2024, §4; spec §2.4, §3.2).
 
-Task (authors' `task.py::FactRecall`, 0-based token ids): subjects 0..S−1, relations S..S+R−1, noise
-S+R..S+R+|N|−1 (|N| = S+R unless `noise` is set), EOS = S+R+|N|. A sequence of length T has the subject
-at loc ~ U{0..T−2}, the relation at another uniform slot of 0..T−2 (rloc ~ U{0..T−3}, shifted past loc),
-i.i.d. uniform noise elsewhere and EOS at T−1. The target is fact_dict[s, r], drawn for each (s, r) with
-replacement from the block {D·r, …, D·r + D − 1} of the RD answers (`distinct_answers`: a per-relation
-random permutation instead, so the S subjects get distinct answers; needs S ≤ D). p(s, r) is uniform.
-Every step samples a fresh batch from its own key inside the compiled step (spec §10 item 21).
+Task: the synthetic factual recall of `facts` (authors' `task.py::FactRecall`); answers are drawn with
+replacement from each relation's block (`distinct_answers`: a per-relation random permutation instead,
+so the S subjects get distinct answers; needs S ≤ D). Every step samples a fresh batch from its own key
+inside the compiled step (spec §10 item 21).
 With `scaling` set, one number `size` (which a threshold search can climb) sets S, R and D like the
 authors' `binary_sweep`: linear S = R = size, square S = size and R = ⌊√size⌋, distinct S = R = D = size.
 
@@ -16,7 +13,8 @@ the unit sphere instead, the paper's §4.3). H heads with Q, K, V ∈ R^{d×d_h}
 the last token only, scores scaled by 1/√d_h, softmax over all T positions; O ∈ R^{H d_h × d} (std
 1/√d); x = Σ_h O_hᵀ attn_h; then y = layer2(relu(layer1(x))) + x with layer1 = Dense(m) + bias (lecun
 normal, zero bias), layer2 = Dense(d, no bias); logits y @ unembedᵀ over the RD answers only. Parameters
-counted 4Hdd_h + 2md like the paper (the bias is not counted).
+counted 4Hdd_h + 2md like the paper (the bias is not counted). Trained by Adam, optax defaults, constant
+rate (the default optimizer; authors: optax.adamw with weight_decay = 0), embeddings frozen.
 
 Padding: S, R, D, |N|, d, H, d_h and m are padded; token ids, answer ids and every random draw use the
 TRUE sizes from `dyn` with shape-stable draws (`jaxmem.random`), padded heads / hidden units / dimensions
@@ -25,14 +23,25 @@ start at 0 and get zero gradient, padded answers get logit −inf, so a padded r
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import jax
 import jax.numpy as jnp
-import optax
 
 from jaxmem.experiments import draws as jr
-from jaxmem.experiments.interface import Field, bits, experiment_from
+from jaxmem.experiments.interface import Costs, Experiment, host, size, static
+from jaxmem.experiments.nichani24.facts import (
+    FIELDS as TASK_FIELDS,
+    answer_count,
+    exact_set,
+    fact_dict,
+    info_bits,
+    nll,
+    sample,
+    vocab_size,
+    with_noise,
+)
 
 SCALINGS = {  # size -> (S, R, D or None = the D field); the authors' `binary_sweep` scalings (spec §3.2)
     "linear": lambda size, D: (size, size, D),  # S = R = size: Fig 4, Fig 7
@@ -40,52 +49,50 @@ SCALINGS = {  # size -> (S, R, D or None = the D field); the authors' `binary_sw
     "distinct": lambda size, D: (size, size, size),  # S = R = D = size: Fig 8
 }
 
+
+def _ladder(name, scalings):
+    """A task size climbs `size`'s padding ladder under the `scalings` that derive it from `size`."""
+    return lambda config: "size" if config["scaling"] in scalings else name
+
+
 FIELDS = {
-    "S": Field(int, "number of subjects (0: set by `scaling` from `size`)", default=0, minimum=0),
-    "R": Field(int, "number of relations (0: set by `scaling` from `size`)", default=0, minimum=0),
-    "D": Field(int, "answers per relation block (|A| = R·D)", default=8, minimum=None),
-    "scaling": Field(
+    **TASK_FIELDS,
+    "S": size("number of subjects (0: set by `scaling` from `size`)", 0, minimum=0, ladder=_ladder("S", SCALINGS)),
+    "R": size("number of relations (0: set by `scaling` from `size`)", 0, minimum=0, ladder=_ladder("R", SCALINGS)),
+    "D": dataclasses.replace(TASK_FIELDS["D"], ladder=_ladder("D", ("distinct",))),
+    "scaling": host(
         str,
         "none: S, R, D as given; linear: S = R = size; square: S = size, R = ⌊√size⌋; distinct: S = R = D = size",
-        default="none",
-        choices=("none", *SCALINGS),
+        "none",
+        ("none", *SCALINGS),
     ),
-    "size": Field(int, "the one number a `scaling` grows the task by (searchable)", default=0, minimum=0),
-    "noise": Field(int, "number of noise tokens |N|; 0 means |N| = S + R (paper §4.4)", default=0, minimum=0),
-    "T": Field(int, "sequence length, EOS included (App. A.3: 32)", default=32, minimum=None),
-    "d": Field(int, "embedding dimension", minimum=None),
-    "H": Field(int, "number of attention heads", minimum=None),
-    "d_h": Field(int, "head dimension", minimum=None),
-    "m": Field(int, "MLP hidden width", minimum=None),
-    "batch": Field(int, "fresh sequences per training step", default=1024, minimum=1),
-    "test_size": Field(int, "fixed test sequences drawn at init", default=1024, minimum=1),
-    "exact_max": Field(
+    "size": host(int, "the one number a `scaling` grows the task by (searchable)", 0, minimum=0),
+    "d": size("embedding dimension", minimum=None),
+    "H": size("number of attention heads", minimum=None),
+    "d_h": size("head dimension", minimum=None),
+    "m": size("MLP hidden width", minimum=None),
+    "batch": static(int, "fresh sequences per training step", 1024, minimum=1),
+    "test_size": static(int, "fixed test sequences drawn at init", 1024, minimum=1),
+    "exact_max": static(
         int,
         "largest S·R for which exact_accuracy covers every (s, r) pair; above it, only the first "
         "⌊exact_max / R_padded⌋ subjects (all relations) are evaluated",
-        default=8192,
+        8192,
         minimum=1,
     ),
-    "distinct_answers": Field(bool, "per-relation permutation instead of with replacement", default=False),
-    "embeddings": Field(
-        str,
-        "gaussian N(0, I/d) (authors' code) or sphere (paper)",
-        default="gaussian",
-        choices=("gaussian", "sphere"),
+    "distinct_answers": static(bool, "per-relation permutation instead of with replacement", False),
+    "embeddings": static(
+        str, "gaussian N(0, I/d) (authors' code) or sphere (paper)", "gaussian", ("gaussian", "sphere")
     ),
 }
 
 
-def task_sizes(config) -> dict:
-    """The config with S, R, D set from `size` by its `scaling` (unchanged for scaling = "none")."""
-    if config["scaling"] == "none":
-        return config
-    S, R, D = SCALINGS[config["scaling"]](config["size"], config["D"])
-    return {**config, "S": S, "R": R, "D": D}
-
-
-def noise_count(config) -> int:
-    return config["noise"] or config["S"] + config["R"]
+def resolve(config) -> dict:
+    """S, R, D set from `size` by the `scaling` (as given for scaling = "none"); |N| = S + R unless set."""
+    if config["scaling"] != "none":
+        S, R, D = SCALINGS[config["scaling"]](config["size"], config["D"])
+        config = {**config, "S": S, "R": R, "D": D}
+    return with_noise(config)
 
 
 def check(config) -> list[str]:
@@ -98,7 +105,7 @@ def check(config) -> list[str]:
         if config["size"] < 1:
             problems.append(f"scaling = {config['scaling']!r} needs size >= 1, got size = {config['size']}")
             return problems
-    config = task_sizes(config)
+    config = resolve(config)
     if config["scaling"] == "none" and not (config["S"] and config["R"]):
         problems.append(f"S and R are required (or scaling with size), got S = {config['S']}, R = {config['R']}")
     for name, low in (("D", 1), ("d", 1), ("H", 1), ("d_h", 1), ("m", 1), ("T", 3)):
@@ -109,106 +116,10 @@ def check(config) -> list[str]:
     return problems
 
 
-def shape(config, pad) -> dict:
-    """Static padded sizes. Sizes a scaling derives from `size` climb size's padding ladder."""
-    config, by_size = task_sizes(config), config["scaling"] != "none"
-    s, r = pad(config["S"], "size" if by_size else "S"), pad(config["R"], "size" if by_size else "R")
-    dd = pad(config["D"], "size" if config["scaling"] == "distinct" else "D")
-    n = pad(noise_count(config), "noise")
-    exact_s = s if s * r <= config["exact_max"] else max(1, config["exact_max"] // r)
-    return {
-        "S": s,
-        "R": r,
-        "D": dd,
-        "noise": n,
-        "V": s + r + n + 1,  # padded input vocabulary (ids use the true layout, so it must hold S+R+|N|+1)
-        "A": r * dd,  # padded answer space
-        "d": pad(config["d"], "d"),
-        "H": pad(config["H"], "H"),
-        "d_h": pad(config["d_h"], "d_h"),
-        "m": pad(config["m"], "m"),
-        "T": config["T"],
-        "batch": config["batch"],
-        "test_size": config["test_size"],
-        "exact_S": exact_s,
-        "distinct_answers": config["distinct_answers"],
-        "embeddings": config["embeddings"],
-    }
-
-
-def dynamic(config) -> dict:
-    config = task_sizes(config)
-    return {
-        "S": config["S"],
-        "R": config["R"],
-        "D": config["D"],
-        "noise": noise_count(config),
-        "d": config["d"],
-        "H": config["H"],
-        "d_h": config["d_h"],
-        "m": config["m"],
-    }
-
-
-# ---------------------------------------------------------------------------------------------- task
-
-
-def fact_dict(key, shape, dyn) -> jax.Array:
-    """(S_pad, R_pad) answer ids; entry (s, r) depends only on (key, s, r) and the true sizes."""
-    S, R, D = shape["S"], shape["R"], shape["D"]
-    r = jnp.arange(R)[None, :]
-    if shape["distinct_answers"]:
-        (u,) = jr.uniform_matrices(key, [(D, R)])
-        u = jnp.where(jr.active_mask(D, dyn["D"])[:, None], u, 2.0)  # padded slots sort last
-        perm = jnp.argsort(u, axis=0)  # column r: a random permutation of 0..D_true−1 first
-        within = perm[jnp.minimum(jnp.arange(S), D - 1)]  # (S, R); rows s < S_true <= D_true are used
-    else:
-        (u,) = jr.uniform_matrices(key, [(S, R)])
-        within = _uniform_ints(u, dyn["D"])
-    active = jr.block_mask((S, R), dyn["S"], dyn["R"])
-    return jnp.where(active, dyn["D"] * r + within, 0).astype(jnp.int32)
-
-
-def _assemble(subject, relation, loc, rloc, noise, shape, dyn):
-    """Token ids (n, T) from per-sequence subject, relation, loc, rloc (before the shift) and noise (n, T)."""
-    T = shape["T"]
-    rloc = rloc + (rloc >= loc)
-    x = noise + dyn["S"] + dyn["R"]
-    pos = jnp.arange(T)[None, :]
-    x = jnp.where(pos == loc[:, None], subject[:, None], x)
-    x = jnp.where(pos == rloc[:, None], dyn["S"] + relation[:, None], x)
-    x = jnp.where(pos == T - 1, dyn["S"] + dyn["R"] + dyn["noise"], x)
-    return x.astype(jnp.int32)
-
-
-def _uniform_ints(u, n):
-    """⌊u·n⌋ for u ∈ (0, 1), kept below a traced bound n."""
-    return jnp.minimum(jnp.floor(u * n).astype(jnp.int32), n - 1)
-
-
-def sample(key, n: int, shape, dyn):
-    """n fresh sequences: (tokens (n, T), subject (n,), relation (n,)), from one uniform draw of shape
-    (n, T + 4) that never depends on padding: subject, relation, loc, rloc, then T noise ids."""
-    T = shape["T"]
-    u = jax.random.uniform(key, (n, T + 4), minval=1e-7, maxval=1.0 - 1e-7)
-    subject, relation = _uniform_ints(u[:, 0], dyn["S"]), _uniform_ints(u[:, 1], dyn["R"])
-    loc, rloc = _uniform_ints(u[:, 2], T - 1), _uniform_ints(u[:, 3], T - 2)
-    noise = _uniform_ints(u[:, 4:], dyn["noise"])
-    return _assemble(subject, relation, loc, rloc, noise, shape, dyn), subject, relation
-
-
-def exact_set(key, shape, dyn):
-    """One random context for every (s, r) with s < exact_S: tokens (exact_S·R_pad, T), s, r, active mask.
-    The draws for (s, r) are row s, columns r·(T+2) … r·(T+2)+T+1 of one matrix: shape-stable in (s, r)."""
-    S, R, T = shape["exact_S"], shape["R"], shape["T"]
-    (u,) = jr.uniform_matrices(key, [(S, R * (T + 2))])
-    u = u.reshape(S * R, T + 2)
-    subject, relation = (a.ravel() for a in jnp.meshgrid(jnp.arange(S), jnp.arange(R), indexing="ij"))
-    loc, rloc = _uniform_ints(u[:, 0], T - 1), _uniform_ints(u[:, 1], T - 2)
-    noise = _uniform_ints(u[:, 2:], dyn["noise"])
-    tokens = _assemble(subject, relation, loc, rloc, noise, shape, dyn)
-    active = (subject < dyn["S"]) & (relation < dyn["R"])
-    return tokens, subject, relation, active
+def exact_subjects(shape) -> int:
+    """Subjects of the exact set: all S_pad when S_pad·R_pad ≤ exact_max, else the first ⌊exact_max / R_pad⌋."""
+    S, R = shape["S"], shape["R"]
+    return S if S * R <= shape["exact_max"] else max(1, shape["exact_max"] // R)
 
 
 # --------------------------------------------------------------------------------------------- model
@@ -219,7 +130,7 @@ def _masked(gauss, std, mask):
 
 
 def init(key, shape, dyn):
-    S, R, V, A, d, H, dh, m = (shape[k] for k in ("S", "R", "V", "A", "d", "H", "d_h", "m"))
+    V, A, d, H, dh, m = vocab_size(shape), answer_count(shape), shape["d"], shape["H"], shape["d_h"], shape["m"]
     k_draw, k_fact, k_test, k_exact = jax.random.split(key, 4)
     f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
     # One shape-stable draw for every matrix: wte, unembed, the per-head stacks Q, K, V, O, then W1, W2.
@@ -229,8 +140,7 @@ def init(key, shape, dyn):
         truncated=[False] * 6 + [True, True],
     )
     wte, unembed, q, k, v, o, w1, w2 = draws
-    vocab = dyn["S"] + dyn["R"] + dyn["noise"] + 1
-    answers = dyn["R"] * dyn["D"]
+    vocab, answers = vocab_size(dyn), answer_count(dyn)
     if shape["embeddings"] == "sphere":
         wte, unembed = jr.sphere_rows(wte, vocab, dyn["d"]), jr.sphere_rows(unembed, answers, dyn["d"])
     else:
@@ -251,9 +161,9 @@ def init(key, shape, dyn):
         "b1": jnp.zeros(m),
         "W2": _masked(w2, 1.0 / jnp.sqrt(f32(dyn["m"])), jr.block_mask((m, d), dyn["m"], dyn["d"])),
     }
-    facts = fact_dict(k_fact, shape, dyn)
+    facts = fact_dict(k_fact, shape, dyn, shape["distinct_answers"])
     test_x, test_s, test_r = sample(k_test, shape["test_size"], shape, dyn)
-    ex_x, ex_s, ex_r, ex_active = exact_set(k_exact, shape, dyn)
+    ex_x, ex_s, ex_r, ex_active = exact_set(k_exact, shape, dyn, exact_subjects(shape))
     problem = {
         "wte": wte,
         "unembed": unembed,
@@ -280,18 +190,14 @@ def forward(params, problem, shape, dyn, tokens) -> jax.Array:
     x = jnp.einsum("nhe,hed->nd", heads, params["O"])
     y = jax.nn.relu(x @ params["W1"] + params["b1"]) @ params["W2"] + x
     z = y @ problem["unembed"].T
-    active = jr.active_mask(shape["A"], dyn["R"] * dyn["D"])
+    active = jr.active_mask(answer_count(shape), answer_count(dyn))
     return jnp.where(active[None, :], z, -jnp.inf)
-
-
-def _nll(z, y):
-    return -jnp.take_along_axis(jax.nn.log_softmax(z, axis=-1), y[:, None], axis=1)[:, 0]
 
 
 def loss(params, problem, shape, dyn, key) -> jax.Array:
     """Cross-entropy over the RD answers on a fresh batch sampled from the step's key."""
     tokens, s, r = sample(key, shape["batch"], shape, dyn)
-    return jnp.mean(_nll(forward(params, problem, shape, dyn, tokens), problem["facts"][s, r]))
+    return jnp.mean(nll(forward(params, problem, shape, dyn, tokens), problem["facts"][s, r]))
 
 
 def evaluate(params, problem, shape, dyn) -> dict:
@@ -301,15 +207,10 @@ def evaluate(params, problem, shape, dyn) -> dict:
     active = problem["exact_active"]
     exact_hits = (jnp.argmax(ez, axis=1) == problem["exact_y"]) & active
     return {
-        "loss": jnp.mean(_nll(z, problem["test_y"])),
+        "loss": jnp.mean(nll(z, problem["test_y"])),
         "accuracy": jnp.mean(jnp.argmax(z, axis=1) == problem["test_y"]),
         "exact_accuracy": jnp.sum(exact_hits) / jnp.maximum(jnp.sum(active), 1),
     }
-
-
-def optimizer(dyn) -> optax.GradientTransformation:
-    """Adam, optax defaults, constant rate (authors: optax.adamw with weight_decay = 0; embeddings frozen)."""
-    return optax.adam(dyn["lr"])
 
 
 def num_params(config) -> float:
@@ -317,29 +218,22 @@ def num_params(config) -> float:
     return 4 * config["H"] * config["d"] * config["d_h"] + 2 * config["m"] * config["d"]
 
 
-def info_bits(config) -> float:
-    """The Thm 8 lower bound (eq. 18) on the bits any model needs to store the facts at zero loss,
-    S·R·log₂ D + R·D·log₂(|V|/D), with the unspecified constant c taken as 0 and the paper's vocabulary
-    |V| = S + R + |A| + |N| + 1 (answers included, spec §3.2)."""
-    config = task_sizes(config)
-    S, R, D = config["S"], config["R"], config["D"]
-    vocab = S + R + R * D + noise_count(config) + 1
-    return bits(S * R, D) + bits(R * D, vocab / D)
-
-
 def flops_per_step(config) -> float:
     """Forward + backward (≈ 3× forward) FLOPs of one training batch (embedding gathers ignored)."""
-    config = task_sizes(config)
     d, H, dh, m, T = config["d"], config["H"], config["d_h"], config["m"], config["T"]
-    answers = config["R"] * config["D"]
-    forward_one = 2 * (3 * H * d * dh + 2 * T * H * d + H * dh * d + 2 * d * m + d * answers)
+    forward_one = 2 * (3 * H * d * dh + 2 * T * H * d + H * dh * d + 2 * d * m + d * answer_count(config))
     return 3.0 * config["batch"] * forward_one
 
 
-EXPERIMENT = experiment_from(
-    globals(),
+EXPERIMENT = Experiment(
     name="factual_recall",
     doc="Synthetic factual recall with a one-layer transformer, attention + MLP (Nichani et al. §4)",
     fields=FIELDS,
+    init=init,
+    loss=loss,
+    evaluate=evaluate,
     metrics=("loss", "accuracy", "exact_accuracy"),
+    resolve=resolve,
+    check=check,
+    costs=Costs(params=num_params, bits=info_bits, flops_per_step=flops_per_step),
 )

@@ -1,11 +1,11 @@
 """Sequential learning of facts: the models of Nichani, Lee & Bietti (2024) §5 (spec §2.5, §2.6, §4.6, §6).
 
-Task: the synthetic factual recall of `factual_recall` (§4.1, spec §3.2), whose sampler and random
-dictionary are imported from there: subjects 0..S−1, relations S..S+R−1, noise S+R..S+R+|N|−1
+Task: the synthetic factual recall of `facts` (§4.1, spec §3.2), with its sampler and random
+dictionary: subjects 0..S−1, relations S..S+R−1, noise S+R..S+R+|N|−1
 (|N| = S + R unless `noise` is set), EOS = S+R+|N|, answers 0..RD−1, p(s, r) uniform. The default
 dictionary is the authors' structured one for Fig 5 (spec §3.2), a*(s, r) = ⌊sD/S⌋ + rD, under which
 p*(·|r) is exactly uniform on block r; `dictionary = "random"` draws each a*(s, r) uniformly from block r
-with replacement (`factual_recall.fact_dict`).
+with replacement (`facts.fact_dict`).
 
 Models (`model`), all read the last position (EOS) only and put a softmax over the answers only (eq. 14):
 
@@ -40,7 +40,7 @@ and over noise tokens (the quantities Lemma 5 bounds). Sampled models are evalua
 sequences drawn at init, `population` exactly over every (s, r).
 
 Padding: S, R, D, |N| and d are padded; ids and draws use the true sizes from `dyn` (shape-stable, as
-in `factual_recall`), weights outside the true block start at 0 and get zero gradient, padded answers
+in `facts`), weights outside the true block start at 0 and get zero gradient, padded answers
 get logit −inf, so a padded run equals the unpadded one.
 """
 
@@ -51,35 +51,44 @@ import jax.numpy as jnp
 import optax
 
 from jaxmem.experiments import draws as jr
-from jaxmem.experiments.interface import Field, experiment_from
-from jaxmem.experiments.nichani24 import factual_recall
-from jaxmem.experiments.nichani24.factual_recall import fact_dict, noise_count, sample
+from jaxmem.experiments.interface import Costs, Experiment, size, static, traced
+from jaxmem.experiments.nichani24.facts import (
+    answer_count,
+    eos_id,
+    fact_dict,
+    info_bits,
+    sample,
+    vocab_size,
+    with_noise,
+)
 
 MODELS = ("linear_attention", "softmax_head", "population")
 REDUCED = ("linear_attention", "population")  # models whose weights are the reduced coordinates of §6.1
+INITS = ("constant", "balanced")
+DICTIONARIES = ("structured", "random")
 
 FIELDS = {
-    "model": Field(str, "linear_attention (eqs. 13-15), softmax_head (§2.6) or population (§6.1)", choices=MODELS),
-    "S": Field(int, "number of subjects", default=16, minimum=1),
-    "R": Field(int, "number of relations", default=4, minimum=1),
-    "D": Field(int, "answers per relation block (|A| = R·D)", default=8, minimum=1),
-    "noise": Field(int, "number of noise tokens |N|; 0 means |N| = S + R (Fig 5: 20)", default=0, minimum=0),
-    "T": Field(int, "sequence length, EOS included (App. A.3: 32)", default=32, minimum=3),
-    "d": Field(int, "embedding dimension of softmax_head (unspecified in the paper; spec §10 item 15)", default=41),
-    "batch": Field(int, "fresh sequences per training step (sampled models)", default=1024, minimum=1),
-    "test_size": Field(int, "fixed test sequences drawn at init (sampled models)", default=1024, minimum=1),
-    "init": Field(
+    "model": static(str, "linear_attention (eqs. 13-15), softmax_head (§2.6) or population (§6.1)", choices=MODELS),
+    "S": size("number of subjects", 16),
+    "R": size("number of relations", 4),
+    "D": size("answers per relation block (|A| = R·D)", 8),
+    "noise": size("number of noise tokens |N|; 0 means |N| = S + R (Fig 5: 20)", 0, minimum=0),
+    "T": static(int, "sequence length, EOS included (App. A.3: 32)", 32, minimum=3),
+    "d": size("embedding dimension of softmax_head (unspecified in the paper; spec §10 item 15)", 41, minimum=None),
+    "batch": static(int, "fresh sequences per training step (sampled models)", 1024, minimum=1),
+    "test_size": static(int, "fixed test sequences drawn at init (sampled models)", 1024, minimum=1),
+    "init": traced(
         str,
         "constant: every weight = init_scale (authors); balanced: Assumption 2, W_KQ = α√(|A|+1), W_OV = α",
-        default="constant",
-        choices=("constant", "balanced"),
+        "constant",
+        INITS,
     ),
-    "init_scale": Field(float, "α, the init scale (App. A.3: 1e-5)", default=1e-5),
-    "dictionary": Field(
+    "init_scale": traced(float, "α, the init scale (App. A.3: 1e-5)", 1e-5),
+    "dictionary": traced(
         str,
         "structured: a*(s, r) = ⌊sD/S⌋ + rD (Fig 5); random: uniform in block r with replacement",
-        default="structured",
-        choices=("structured", "random"),
+        "structured",
+        DICTIONARIES,
     ),
 }
 
@@ -101,51 +110,19 @@ def check(config) -> list[str]:
     return []
 
 
-def vocab_size(config) -> int:
-    """|V| = S + R + |N| + 1 (the input vocabulary, EOS included; answers are outputs only)."""
-    return config["S"] + config["R"] + noise_count(config) + 1
-
-
-def shape(config, pad) -> dict:
-    """Static padded sizes; batch and test_size only for the sampled models (population runs of any
-    batch share a bucket), d only for softmax_head (one-hot embeddings have d = |V|)."""
-    s, r, dd = pad(config["S"], "S"), pad(config["R"], "R"), pad(config["D"], "D")
-    n = pad(noise_count(config), "noise")
+def resolve(config) -> dict:
+    """|N| = S + R unless set; d only for softmax_head (one-hot embeddings have d = |V|), batch and
+    test_size only for the sampled models (population runs of any batch share a program)."""
     sampled = config["model"] != "population"
     return {
-        "model": config["model"],
-        "S": s,
-        "R": r,
-        "D": dd,
-        "noise": n,
-        "V": s + r + n + 1,  # padded input vocabulary (ids use the true layout)
-        "A": r * dd,  # padded answer space
-        "d": pad(config["d"], "d") if config["model"] == "softmax_head" else 0,
-        "T": config["T"],
+        **with_noise(config),
+        "d": config["d"] if config["model"] == "softmax_head" else 0,
         "batch": config["batch"] if sampled else 0,
         "test_size": config["test_size"] if sampled else 0,
     }
 
 
-def dynamic(config) -> dict:
-    return {
-        "S": config["S"],
-        "R": config["R"],
-        "D": config["D"],
-        "noise": noise_count(config),
-        "d": config["d"],
-        "init_scale": float(config["init_scale"]),
-        "balanced": int(config["init"] == "balanced"),
-        "structured": int(config["dictionary"] == "structured"),
-    }
-
-
 # ---------------------------------------------------------------------------------------------- task
-
-
-def eos_id(dyn) -> jax.Array:
-    """EOS = S + R + |N| in the true token layout."""
-    return dyn["S"] + dyn["R"] + dyn["noise"]
 
 
 def structured_dict(shape, dyn) -> jax.Array:
@@ -156,16 +133,16 @@ def structured_dict(shape, dyn) -> jax.Array:
 
 
 def facts_of(key, shape, dyn) -> jax.Array:
-    """The dictionary a*(s, r): structured, or random with replacement (`factual_recall.fact_dict`)."""
-    random = fact_dict(key, {**shape, "distinct_answers": False}, dyn)
-    return jnp.where(dyn["structured"] == 1, structured_dict(shape, dyn), random)
+    """The dictionary a*(s, r): structured, or random with replacement (`facts.fact_dict`)."""
+    structured = dyn["dictionary"] == DICTIONARIES.index("structured")
+    return jnp.where(structured, structured_dict(shape, dyn), fact_dict(key, shape, dyn))
 
 
 def answer_sets(facts, shape, dyn) -> dict:
     """p*(a|r) = Σ_s p(s|r) 1(a = a*(s, r)) (R_pad, A_pad) for uniform p, and the indicators of
     A_r = {a*(s, r)}_s (R_pad, A_pad) and A_s = {a*(s, r)}_r (S_pad, A_pad)."""
     active = jr.block_mask(facts.shape, dyn["S"], dyn["R"])
-    hits = jax.nn.one_hot(facts, shape["A"]) * active[..., None]  # (S, R, A)
+    hits = jax.nn.one_hot(facts, answer_count(shape)) * active[..., None]  # (S, R, A)
     p_star = hits.sum(0) / dyn["S"]
     return {"p_star": p_star, "in_r": p_star > 0, "in_s": hits.sum(1) > 0}
 
@@ -179,7 +156,7 @@ def token_counts(tokens, size: int) -> jax.Array:
 def expected_counts(shape, dyn):
     """Every (s, r) pair (S_pad·R_pad rows): expected counts C̄ (1 for s, S + r and EOS, (T−3)/|N| for each
     noise token), s, r and the weight p(s, r) = 1/(SR) (0 for padded pairs)."""
-    S, R, V, T = shape["S"], shape["R"], shape["V"], shape["T"]
+    S, R, V, T = shape["S"], shape["R"], vocab_size(shape), shape["T"]
     s, r = (a.ravel() for a in jnp.meshgrid(jnp.arange(S), jnp.arange(R), indexing="ij"))
     z = jnp.arange(V)[None, :]
     is_noise = (z >= dyn["S"] + dyn["R"]) & (z < eos_id(dyn))
@@ -195,12 +172,12 @@ def expected_counts(shape, dyn):
 def init(key, shape, dyn):
     """Weights α (W_KQ-side α√(|A|+1) under Assumption 2) on the true block, 0 in the padding; the
     dictionary, its answer sets and the evaluation set (test sequences, or every (s, r) pair)."""
-    model, V, A = shape["model"], shape["V"], shape["A"]
+    model, V, A = shape["model"], vocab_size(shape), answer_count(shape)
     k_fact, k_test, k_embed = jax.random.split(key, 3)
-    answers = dyn["R"] * dyn["D"]
+    answers = answer_count(dyn)
     alpha = dyn["init_scale"]
-    kq = alpha * jnp.where(dyn["balanced"] == 1, jnp.sqrt(answers + 1.0), 1.0)
-    vocab = eos_id(dyn) + 1
+    kq = alpha * jnp.where(dyn["init"] == INITS.index("balanced"), jnp.sqrt(answers + 1.0), 1.0)
+    vocab = vocab_size(dyn)
     problem = {"facts": facts_of(k_fact, shape, dyn)}
     problem.update(answer_sets(problem["facts"], shape, dyn))
     if model == "population":
@@ -252,7 +229,7 @@ def logits(params, problem, shape, dyn, counts) -> jax.Array:
         scores = wte @ (wte[eos_id(dyn)] @ params["A"])
         weights = jax.nn.softmax(jnp.where(counts > 0, scores[None, :] + jnp.log(counts), -jnp.inf), axis=-1)
         z = weights @ (wte @ params["V"])
-    return jnp.where(jr.active_mask(shape["A"], dyn["R"] * dyn["D"])[None, :], z, -jnp.inf)
+    return jnp.where(jr.active_mask(answer_count(shape), answer_count(dyn))[None, :], z, -jnp.inf)
 
 
 def _nll(log_p, y):
@@ -276,7 +253,7 @@ def loss(params, problem, shape, dyn, key) -> jax.Array:
         counts, s, r, weight = (problem[k] for k in ("eval_counts", "eval_s", "eval_r", "eval_weight"))
     else:
         tokens, s, r = sample(key, shape["batch"], shape, dyn)
-        counts, weight = token_counts(tokens, shape["V"]), 1.0 / shape["batch"]
+        counts, weight = token_counts(tokens, vocab_size(shape)), 1.0 / shape["batch"]
     log_p = jax.nn.log_softmax(logits(params, problem, shape, dyn, counts), axis=-1)
     return _weighted_mean(weight, _nll(log_p, problem["facts"][s, r]))
 
@@ -296,7 +273,7 @@ def evaluate(params, problem, shape, dyn) -> dict:
     }
     if shape["model"] in REDUCED:
         kq, ov = reduced(params, dyn, shape["model"])
-        z = jnp.arange(shape["V"])
+        z = jnp.arange(vocab_size(shape))
         noise = (z >= dyn["S"] + dyn["R"]) & (z < eos_id(dyn))
         metrics.update(
             invariant_drift=jnp.max(jnp.where(z <= eos_id(dyn), jnp.abs(invariant(kq, ov) - problem["invariant0"]), 0)),
@@ -314,32 +291,33 @@ def optimizer(dyn) -> optax.GradientTransformation:
 def num_params(config) -> float:
     """Population: |A|·|V| + |V| reduced coordinates (spec §2.5). linear_attention: the authors' A (|V|×|V|)
     and V (|V|×|A|). softmax_head: A (d×d) and V (d×|A|)."""
-    V, A = vocab_size(config), config["R"] * config["D"]
+    V, A = vocab_size(config), answer_count(config)
     if config["model"] == "population":
         return A * V + V
     d = V if config["model"] == "linear_attention" else config["d"]
     return d * d + d * A
 
 
-def info_bits(config) -> float:
-    """The Thm 8 lower bound of `factual_recall` (a random dictionary; the structured one carries no
-    information beyond its rule)."""
-    return factual_recall.info_bits({**config, "scaling": "none"})
-
-
 def flops_per_step(config) -> float:
     """Forward + backward (≈ 3× forward) of the logits: one (counts × |V|) @ (|V| × |A|) product per
     sequence (batch) or per (s, r) pair (population); softmax_head adds its d-dimensional readout."""
-    V, A = vocab_size(config), config["R"] * config["D"]
+    V, A = vocab_size(config), answer_count(config)
     rows = config["S"] * config["R"] if config["model"] == "population" else config["batch"]
     readout = 2 * V * config["d"] * (A + config["d"]) if config["model"] == "softmax_head" else 0
     return 3.0 * (rows * 2 * V * A + readout)
 
 
-EXPERIMENT = experiment_from(
-    globals(),
+EXPERIMENT = Experiment(
     name="sequential_learning",
     doc="Sequential learning of facts: linear attention, a softmax head and the population model (Nichani et al. §5)",
     fields=FIELDS,
+    init=init,
+    loss=loss,
+    evaluate=evaluate,
     metrics=METRICS,
+    optimizer=optimizer,
+    resolve=resolve,
+    check=check,
+    # bits: the Thm 8 lower bound of a random dictionary (the structured one carries no information beyond its rule)
+    costs=Costs(params=num_params, bits=info_bits, flops_per_step=flops_per_step),
 )

@@ -1,7 +1,7 @@
 """The attention-only construction of Nichani, Lee & Bietti (2024), Thm 10 (App. C.1), built, not trained.
 
-Task: the synthetic factual recall of `factual_recall` (§4.1, spec §3.2; its sampler, answer blocks of
-size D per relation drawn with replacement, and exact set are imported from there): subjects
+Task: the synthetic factual recall of `facts` (§4.1, spec §3.2; its sampler, answer blocks of size D
+per relation drawn with replacement, and exact set over every (s, r) pair): subjects
 0..S−1, relations S..S+R−1, noise S+R..S+R+|N|−1, EOS = S+R+|N|; answers 0..RD−1. Every token and
 answer embedding is i.i.d. uniform on the unit sphere of R^d and fixed (§4.3).
 
@@ -36,30 +36,40 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import optax
 
 from jaxmem.experiments import draws as jr
-from jaxmem.experiments.interface import Field, bits, experiment_from
-from jaxmem.experiments.nichani24.factual_recall import exact_set, fact_dict, sample
+from jaxmem.experiments.interface import Costs, Experiment, bits, host, size, static, traced
+from jaxmem.experiments.nichani24.facts import (
+    FIELDS as TASK_FIELDS,
+    answer_count,
+    eos_id,
+    exact_set,
+    fact_dict,
+    nll,
+    sample,
+    vocab_size,
+    with_noise,
+)
 
 FIELDS = {
-    "S": Field(int, "number of subjects", minimum=None),
-    "R": Field(int, "number of relations", minimum=None),
-    "D": Field(int, "answers per relation block (|A| = R·D)", default=8, minimum=None),
-    "noise": Field(int, "number of noise tokens |N|; 0 means |N| = S + R (paper §4.4)", default=0, minimum=0),
-    "T": Field(int, "sequence length, EOS included (App. A.3: 32)", default=32, minimum=None),
-    "d": Field(int, "embedding dimension", minimum=None),
-    "d_h": Field(int, "head dimension: number of random directions w_k in eq. (12)", minimum=None),
-    "M": Field(int, "group size (tokens per head); 0: the smallest that fits in H heads", default=0, minimum=0),
-    "H": Field(int, "head budget; 0: exactly ⌈S/M⌉ + ⌈R/M⌉ heads (Thm 10)", default=0, minimum=0),
-    "decode": Field(
+    **TASK_FIELDS,
+    "d": size("embedding dimension", minimum=None),
+    "d_h": size("head dimension: number of random directions w_k in eq. (12)", minimum=None),
+    "M": traced(int, "group size (tokens per head); 0: the smallest that fits in H heads", 0, minimum=0),
+    "H": size("head budget; 0: exactly ⌈S/M⌉ + ⌈R/M⌉ heads (Thm 10)", 0, minimum=0),
+    "decode": static(
         str,
         "argmax over the RD answers (authors' code) or over answers and input tokens (eq. 7)",
-        default="answers",
-        choices=("answers", "vocabulary"),
+        "answers",
+        ("answers", "vocabulary"),
     ),
-    "batch": Field(int, "sequences in the loss batch (the loss is not used without training)", default=256, minimum=1),
-    "test_size": Field(int, "fixed test sequences drawn at init", default=1024, minimum=1),
+    "batch": host(int, "sequences per step the FLOP count assumes (nothing is trained)", 256, minimum=1),
+    "test_size": static(int, "fixed test sequences drawn at init", 1024, minimum=1),
+}
+
+DERIVED = {
+    "subject_heads": traced(int, "⌈S/M⌉ subject heads, numbered before the relation heads"),
+    "heads": traced(int, "⌈S/M⌉ + ⌈R/M⌉ heads the construction uses (≤ H)"),
 }
 
 METRICS = (
@@ -73,10 +83,6 @@ METRICS = (
     "group_size",
     "heads",
 )
-
-
-def noise_count(config) -> int:
-    return config["noise"] or config["S"] + config["R"]
 
 
 def heads_for(config, m: int) -> int:
@@ -94,9 +100,13 @@ def group_size(config) -> int:
     return m
 
 
-def head_count(config) -> int:
-    """Heads the run holds: the budget H when given, else exactly the construction's."""
-    return config["H"] or heads_for(config, group_size(config))
+def resolve(config) -> dict:
+    """|N| = S + R unless set; M the group size (`group_size`), H the heads the run holds (the budget
+    when given, else exactly the construction's ⌈S/M⌉ + ⌈R/M⌉)."""
+    m = group_size(config)
+    heads = heads_for(config, m)
+    subject_heads = -(-config["S"] // m)
+    return {**with_noise(config), "M": m, "H": config["H"] or heads, "subject_heads": subject_heads, "heads": heads}
 
 
 def check(config) -> list[str]:
@@ -115,54 +125,12 @@ def check(config) -> list[str]:
     return problems
 
 
-def shape(config, pad) -> dict:
-    s, r, dd = pad(config["S"], "S"), pad(config["R"], "R"), pad(config["D"], "D")
-    n = pad(noise_count(config), "noise")
-    return {
-        "S": s,
-        "R": r,
-        "D": dd,
-        "noise": n,
-        "V": s + r + n + 1,  # padded input vocabulary (ids use the true layout)
-        "A": r * dd,  # padded answer space
-        "d": pad(config["d"], "d"),
-        "d_h": pad(config["d_h"], "d_h"),
-        "H": pad(head_count(config), "H"),
-        "T": config["T"],
-        "batch": config["batch"],
-        "test_size": config["test_size"],
-        "exact_S": s,  # every (s, r) pair is evaluated
-        "distinct_answers": False,  # answers drawn with replacement (factual_recall's default)
-        "decode": config["decode"],
-    }
-
-
-def dynamic(config) -> dict:
-    m = group_size(config)
-    return {
-        "S": config["S"],
-        "R": config["R"],
-        "D": config["D"],
-        "noise": noise_count(config),
-        "d": config["d"],
-        "d_h": config["d_h"],
-        "M": m,
-        "subject_heads": -(-config["S"] // m),
-        "heads": heads_for(config, m),
-    }
-
-
 # ------------------------------------------------------------------------------------- construction
-
-
-def eos_id(dyn) -> jax.Array:
-    """EOS = S + R + |N| in the true token layout."""
-    return dyn["S"] + dyn["R"] + dyn["noise"]
 
 
 def token_head(shape, dyn) -> jax.Array:
     """(V_pad,) the head of each input token's group: subject s → s // M, relation r → N_S + r // M, else −1."""
-    z = jnp.arange(shape["V"])
+    z = jnp.arange(vocab_size(shape))
     S, R, M = dyn["S"], dyn["R"], dyn["M"]
     subject_head = z // M
     relation_head = dyn["subject_heads"] + (z - S) // M
@@ -179,7 +147,7 @@ def answer_sets(facts, shape, dyn) -> jax.Array:
     S, R = shape["S"], shape["R"]
     active = jr.block_mask((S, R), dyn["S"], dyn["R"]).astype(jnp.float32)
     s, r = jnp.meshgrid(jnp.arange(S), jnp.arange(R), indexing="ij")
-    ind = jnp.zeros((shape["V"], shape["A"]))
+    ind = jnp.zeros((vocab_size(shape), answer_count(shape)))
     ind = ind.at[s, facts].max(active)  # subject rows s
     return ind.at[dyn["S"] + r, facts].max(active)  # relation rows S + r (true ids)
 
@@ -212,16 +180,16 @@ def construct(wte, unembed, facts, w, shape, dyn) -> dict:
 
 
 def init(key, shape, dyn):
-    """Embeddings, dictionary and test sets (as factual_recall), then the construction as `params`."""
-    V, A, d, H, dh = (shape[k] for k in ("V", "A", "d", "H", "d_h"))
+    """Embeddings, dictionary and test sets (of `facts`), then the construction as `params`."""
+    V, A, d, H, dh = vocab_size(shape), answer_count(shape), shape["d"], shape["H"], shape["d_h"]
     k_draw, k_fact, k_test, k_exact = jax.random.split(key, 4)
     wte, unembed, *w = jr.normal_matrices(k_draw, [(V, d), (A, d)] + [(d, dh)] * H)  # w: one matrix per head
-    wte = jr.sphere_rows(wte, eos_id(dyn) + 1, dyn["d"])
-    unembed = jr.sphere_rows(unembed, dyn["R"] * dyn["D"], dyn["d"])
+    wte = jr.sphere_rows(wte, vocab_size(dyn), dyn["d"])
+    unembed = jr.sphere_rows(unembed, answer_count(dyn), dyn["d"])
     w = directions(jnp.stack(w), wte[eos_id(dyn)], dyn)
     facts = fact_dict(k_fact, shape, dyn)
     test_x, test_s, test_r = sample(k_test, shape["test_size"], shape, dyn)
-    ex_x, ex_s, ex_r, ex_active = exact_set(k_exact, shape, dyn)
+    ex_x, ex_s, ex_r, ex_active = exact_set(k_exact, shape, dyn, shape["S"])  # every (s, r) pair
     problem = {
         "wte": wte,
         "unembed": unembed,
@@ -251,10 +219,10 @@ def hard_attention(params, E) -> jax.Array:
 
 def output_space(problem, shape, dyn) -> tuple[jax.Array, jax.Array]:
     """Rows φ(y) of the decoded set and their active mask: the answers, then (vocabulary) the inputs."""
-    answers = jr.active_mask(shape["A"], dyn["R"] * dyn["D"])
+    answers = jr.active_mask(answer_count(shape), answer_count(dyn))
     if shape["decode"] == "answers":
         return problem["unembed"], answers
-    inputs = jr.active_mask(shape["V"], eos_id(dyn) + 1)
+    inputs = jr.active_mask(vocab_size(shape), vocab_size(dyn))
     return jnp.concatenate([problem["unembed"], problem["wte"]]), jnp.concatenate([answers, inputs])
 
 
@@ -266,16 +234,6 @@ def forward(params, problem, shape, dyn, tokens) -> tuple[jax.Array, jax.Array]:
     out = jnp.einsum("nhk,hke->ne", heads, params["O"])
     rows, active = output_space(problem, shape, dyn)
     return jnp.where(active[None, :], out @ rows.T, -jnp.inf), attn
-
-
-def _nll(z, y):
-    return -jnp.take_along_axis(jax.nn.log_softmax(z, axis=-1), y[:, None], axis=1)[:, 0]
-
-
-def loss(params, problem, shape, dyn, key) -> jax.Array:
-    """Cross-entropy of the construction's logits on a fresh batch (only used if someone trains it)."""
-    tokens, s, r = sample(key, shape["batch"], shape, dyn)
-    return jnp.mean(_nll(forward(params, problem, shape, dyn, tokens)[0], problem["facts"][s, r]))
 
 
 def attention_hits(attn, tokens, s, r, shape, dyn) -> jax.Array:
@@ -295,7 +253,7 @@ def ov_error(params, problem, shape, dyn) -> jax.Array:
     own = jnp.einsum("hz,hzk,hke->ze", membership(shape, dyn), along_w, params["O"])  # W_{h(z)} φ(z)
     rows, active = output_space(problem, shape, dyn)
     target = answer_sets(problem["facts"], shape, dyn)
-    target = jnp.pad(target, ((0, 0), (0, rows.shape[0] - shape["A"])))  # input tokens are never answers
+    target = jnp.pad(target, ((0, 0), (0, rows.shape[0] - answer_count(shape))))  # input tokens are never answers
     valid = (token_head(shape, dyn) >= 0)[:, None] & active[None, :]
     return jnp.max(jnp.where(valid, jnp.abs(own @ rows.T - target), 0.0))
 
@@ -314,7 +272,7 @@ def evaluate(params, problem, shape, dyn) -> dict:
     live = active[:, None] & jr.active_mask(shape["H"], dyn["heads"])[None, :]
     pairs = jnp.sum(active)
     return {
-        "loss": jnp.mean(_nll(z, problem["test_y"])),
+        "loss": jnp.mean(nll(z, problem["test_y"])),
         "accuracy": jnp.mean(jnp.argmax(z, axis=1) == problem["test_y"]),
         "exact_accuracy": jnp.sum((jnp.argmax(ez, axis=1) == y) & active) / pairs,
         "min_correct": jnp.min(jnp.where(active, correct, jnp.inf)),
@@ -326,14 +284,9 @@ def evaluate(params, problem, shape, dyn) -> dict:
     }
 
 
-def optimizer(dyn) -> optax.GradientTransformation:
-    """Adam, should the construction be trained further (hard attention passes gradients to V and O only)."""
-    return optax.adam(dyn["lr"])
-
-
 def num_params(config) -> float:
     """4·H·d·d_h, the paper's count of the attention parameters (embeddings not counted)."""
-    return 4 * head_count(config) * config["d"] * config["d_h"]
+    return 4 * config["H"] * config["d"] * config["d_h"]
 
 
 def info_bits(config) -> float:
@@ -342,20 +295,26 @@ def info_bits(config) -> float:
 
 
 def flops_per_step(config) -> float:
-    """Forward + backward (≈ 3× forward) FLOPs of one loss batch, as `forward` computes it: the query and
-    W_Kᵀ W_Q x_T, T scores and the attended mix per head, V and O, then the logits."""
-    d, dh, H, T = config["d"], config["d_h"], head_count(config), config["T"]
-    outputs = config["R"] * config["D"]
+    """Forward + backward (≈ 3× forward) FLOPs of `batch` sequences as `forward` computes them (what a
+    training step would cost): the query and W_Kᵀ W_Q x_T, T scores and the attended mix per head, V and
+    O, then the logits."""
+    d, dh, H, T = config["d"], config["d_h"], config["H"], config["T"]
+    outputs = answer_count(config)
     if config["decode"] == "vocabulary":
-        outputs += config["S"] + config["R"] + noise_count(config) + 1
+        outputs += vocab_size(config)
     forward_one = 2 * (4 * H * d * dh + 2 * T * H * d + d * outputs)
     return 3.0 * config["batch"] * forward_one
 
 
-EXPERIMENT = experiment_from(
-    globals(),
+EXPERIMENT = Experiment(
     name="thm10_construction",
     doc="Thm 10's attention-only construction (eqs. 11-12, hard attention), no training (Nichani et al. App. C)",
     fields=FIELDS,
+    init=init,
+    evaluate=evaluate,
     metrics=METRICS,
+    resolve=resolve,
+    derived=DERIVED,
+    check=check,
+    costs=Costs(params=num_params, bits=info_bits, flops_per_step=flops_per_step),
 )
