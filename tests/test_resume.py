@@ -130,7 +130,8 @@ def test_corrupted_checkpoint_is_detected_and_the_chunk_recomputed(tmp_path, uni
 
 def test_four_virtual_devices_give_the_same_results_as_one(tmp_path, uninterrupted):
     """Same runs, same outcomes, same searches. XLA compiles the sharded program's arithmetic in a
-    slightly different order, so accuracies of runs far from the threshold may differ by a sample."""
+    slightly different order, so an accuracy may differ by a sample: a run can then reach its early
+    stop one evaluation (32 steps) sooner or later (measured: one of 76 runs, 448 against 480 steps)."""
     out = tmp_path / "sharded"
     process = jaxmem_cli(
         "run", TINY_SPEC, "--out", out, "--quiet", env_extra={"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
@@ -143,7 +144,7 @@ def test_four_virtual_devices_give_the_same_results_as_one(tmp_path, uninterrupt
     assert runs.index.equals(expected_runs.index)
     pd.testing.assert_frame_equal(searches, expected_searches)
     pd.testing.assert_series_equal(runs["success"], expected_runs["success"])
-    pd.testing.assert_series_equal(runs["steps_run"], expected_runs["steps_run"])
+    assert (runs["steps_run"] - expected_runs["steps_run"]).abs().max() <= 32
     assert (runs["max_metric"] - expected_runs["max_metric"]).abs().max() <= 0.05
 
 
