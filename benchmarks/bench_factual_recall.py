@@ -3,7 +3,7 @@ transformer, H × m grid) run two ways, each in its own subprocess so that its p
 
 (a) jaxmem `run_sweep` into a temporary folder (batches sampled inside the compiled step);
 (b) the authors' style (spec §4.4, §10 item 21): per run, a pool of steps × batch samples generated up
-    front (one `factual_recall.sample` per step key), then a per-step Python loop around a jitted train
+    front (one `facts.sample` per step key), then a per-step Python loop around a jitted train
     step, one set of jitted functions per distinct shape, evaluation on the fixed test set every
     `eval_every` steps and the spec's early stop.
 
@@ -39,9 +39,12 @@ sys.path.insert(0, str(HERE))
 import baselines as B  # noqa: E402
 from common import cold_compiles, cpu_busy, host_memory, log, machine, run_engine  # noqa: E402
 
+from jaxmem.experiments.nichani24 import facts  # noqa: E402
 from jaxmem.experiments.nichani24 import factual_recall as fr  # noqa: E402
 from jaxmem.experiments.registry import get as get_experiment  # noqa: E402
-from jaxmem.engine.program import batch_key, run_key  # noqa: E402
+from jaxmem.driver.sweep import settings_of  # noqa: E402
+from jaxmem.engine.program import batch_key  # noqa: E402
+from jaxmem.plan.runs import run_key  # noqa: E402
 from jaxmem.spec.sweep import load  # noqa: E402
 
 ROOT = HERE.parent
@@ -66,7 +69,7 @@ def subset(spec, exp, max_runs: int):
 
 def scaled(spec, exp, factor: float):
     """The memory check: only the cheapest run of `spec` (first seed), steps × factor, no early stop."""
-    cheapest = min(spec.points, key=lambda p: exp.flops_per_step(exp.complete(p)))
+    cheapest = min(spec.points, key=lambda p: exp.cost("flops_per_step", exp.effective(p)))
     train = dataclasses.replace(spec.train, steps=int(spec.train.steps * factor), early_stop=None)
     return dataclasses.replace(spec, points=(cheapest,), seeds=spec.seeds[:1], train=train)
 
@@ -108,13 +111,13 @@ def make_loop_functions(exp, shape: dict):
 
     def pool_chunk(key, ts, facts, dyn):  # the batches of steps `ts`, from the engine's per-step keys
         def one(t):
-            tokens, s, r = fr.sample(batch_key(key, t), shape["batch"], shape, dyn)
+            tokens, s, r = facts.sample(batch_key(key, t), shape["batch"], shape, dyn)
             return tokens, facts[s, r]
 
         return jax.vmap(one)(ts)
 
     def pool_loss(params, problem, dyn, tokens, answers):  # factual_recall.loss on a given batch
-        return jnp.mean(fr._nll(fr.forward(params, problem, shape, dyn, tokens), answers))
+        return jnp.mean(facts.nll(fr.forward(params, problem, shape, dyn, tokens), answers))
 
     def step(params, opt_state, problem, dyn, tokens, answers):
         grads = jax.grad(pool_loss)(params, problem, dyn, tokens, answers)
@@ -152,7 +155,7 @@ def warm_up(fns, run, dyn) -> float:
 
 
 def child_loop(spec, exp) -> dict:
-    settings = B.settings_of(spec)
+    settings = settings_of(spec)
     fns, outcomes = {}, []
     compile_s = pool_s = 0.0
     pool_bytes = 0
@@ -245,7 +248,7 @@ def mib(n) -> str:
 
 
 def render(args, info, spec, full_spec, runs, a, b, scaling, command, script_s) -> str:
-    settings = B.settings_of(spec)
+    settings = settings_of(spec)
     success = settings.hit_threshold
     exp = get_experiment(spec.experiment)
     thresholds = sorted({success, 0.99})
@@ -265,18 +268,18 @@ def render(args, info, spec, full_spec, runs, a, b, scaling, command, script_s) 
     )
     L.append(
         f"- **Work**: the `{args.preset}` preset of `sweeps/nichani24/fig4_tradeoff.toml`, read with "
-        f"`jaxmem.spec.load`: grid {grid}; {chosen}. Fixed: {fixed_text}. Adam lr "
+        f"`jaxmem.spec.sweep.load`: grid {grid}; {chosen}. Fixed: {fixed_text}. Adam lr "
         f"{list(spec.train.learning_rates)}, seeds {list(spec.seeds)}, at most {settings.steps} steps, accuracy on the "
         f"fixed test set every {settings.eval_every} steps, early stop once the best accuracy ≥ "
         f"{settings.stop_threshold}; success = best accuracy ≥ {success} (the engine's rule for a sweep without a "
         "search).\n"
-        "- **(a) jaxmem**: `jaxmem.driver.run_sweep(spec, tmpdir, quiet=True)`; batches are sampled inside the "
+        "- **(a) jaxmem**: `jaxmem.driver.sweep.run_sweep(spec, tmpdir, quiet=True)`; batches are sampled inside the "
         "compiled step from per-step keys, nothing is pre-generated. Compile = sum of the `compiles` table. Wall "
         f"excludes the report written at the end of `run_sweep` ({a['report_s']:.1f} s; `run_sweep` in all "
         f"{a['run_sweep_s']:.1f} s); store writes and checkpoints are included.\n"
         "- **(b) authors' style** (`run.py`, spec §4.4 and §10 item 21): per run, init, then the whole pool of "
-        f"steps × batch samples generated up front — one `factual_recall.sample` per step key "
-        f"`jaxmem.program.batch_key(run_key, t)` (the engine's keys, so the pool holds exactly the batches "
+        f"steps × batch samples generated up front — one `facts.sample` per step key "
+        f"`jaxmem.engine.program.batch_key(run_key, t)` (the engine's keys, so the pool holds exactly the batches "
         f"(a) samples), through a jitted sampler vmapped over {POOL_CHUNK} steps at a time, copied into host "
         "NumPy arrays — then `for t in range(steps): params, opt_state = step(params, opt_state, pool[t])` with "
         "a jitted Adam step (params and optimizer state donated) and every metric read on the host every "
@@ -395,7 +398,7 @@ def render(args, info, spec, full_spec, runs, a, b, scaling, command, script_s) 
         L.append(
             f"| {r.run_id[:8]} | "
             + " | ".join(str(r.config[k]) for k in spec.axes)
-            + f" | {exp.num_params(r.config):,.0f} | {x.get('best', float('nan')):.4f} | {x.get('steps', '—')} | "
+            + f" | {exp.cost('params', exp.effective(r.config)):,.0f} | {x.get('best', float('nan')):.4f} | {x.get('steps', '—')} | "
             f"{y.get('best', float('nan')):.4f} | {y.get('steps', '—')} |"
         )
     L.append(
