@@ -9,13 +9,15 @@ import pandas as pd
 import pytest
 
 from jaxmem.report import write_report
-from jaxmem.report.final_metrics import best_runs, capacity_metrics_table, expand_final_metrics
-from jaxmem.report.heatmap import heatmap_cells, point_cells
-from jaxmem.report.heatmap_plot import boundary_path, cell_edges
-from jaxmem.report.tradeoff import analyse
+from jaxmem.report.capacity.at_capacity import capacity_metrics_table
+from jaxmem.report.grid.cells import heatmap_cells, point_cells
+from jaxmem.report.grid.plot import boundary_path, cell_edges
+from jaxmem.report.grid.tradeoff import analyse
+from jaxmem.report.runs import best_runs, expand_final_metrics
 from jaxmem.report.from_store import report
-from jaxmem.persistence.store import Store
-from jaxmem.spec.sweep import SpecError, stored_report_spec
+from jaxmem.report.success import with_rule_defaults
+from jaxmem.persistence.store import Store, expand_config
+from jaxmem.spec.sweep import SpecError, SuccessRule, stored_report_spec
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 HS = (1, 2, 4, 8, 16)
@@ -90,8 +92,6 @@ def grid_runs(seeds=(0, 1)):
 
 
 def expanded(raw):
-    from jaxmem.persistence.store import expand_config
-
     return expand_final_metrics(expand_config(raw))
 
 
@@ -333,3 +333,138 @@ def test_search_sweep_before_its_first_search_is_not_a_grid(tmp_path):
     assert [p.name for p in paths] == ["report.md"]
     text = (tmp_path / "report.md").read_text()
     assert "Grid points" not in text and "Heatmap" not in text and "Probe runs: 12" in text
+
+
+# -- the success rule ----------------------------------------------------------------------------------
+
+
+def loss_runs():
+    """grid_runs judged by a loss: max_metric is each run's best (lowest) loss, 10·(1 − accuracy)."""
+    raw = grid_runs()
+    raw["max_metric"] = 10 * (1.0 - raw["max_metric"])
+    return raw
+
+
+def test_a_rule_at_most_words_best_and_sets_the_heatmap_threshold(tmp_path):
+    rule = SuccessRule("loss", "at_most", 2.5)  # a threshold outside (0, 1]
+    table = {"heatmap": {k: v for k, v in HEATMAP.items() if k != "threshold"}}
+    report_spec = with_rule_defaults(options(table), table, rule)
+    assert (report_spec.heatmap.better, report_spec.heatmap.threshold) == ("min", 2.5)
+    kept = {"heatmap": HEATMAP}
+    assert with_rule_defaults(options(kept), kept, rule).heatmap.threshold == 0.99  # the table's own
+    other = {"heatmap": {**table["heatmap"], "metric": "final_exact_accuracy"}}
+    assert with_rule_defaults(options(other), other, rule).heatmap.better == "max"  # not the judged metric
+
+    write_report(tmp_path, report_spec, pd.DataFrame(), expanded(loss_runs()), {}, {"metric": "accuracy"}, success=rule)
+    text = (tmp_path / "report.md").read_text()
+    assert "Best loss over attention params" in text and "its value is ≤ 2.5" in text
+    assert "| H | m | attention params | MLP params | seeds | best lr | best loss |" in text
+    assert "- Success: loss ≤ 2.5 at a run's best evaluation" in text
+    cells = pd.read_csv(tmp_path / "heatmap.csv")
+    assert cells["reaches"].sum() == sum(stores(H, m) for H in HS for m in MS)
+    assert "at the largest MLP params (4096): **1024**" in text  # the same floor as judged by accuracy
+
+
+def test_search_metrics_at_capacity_take_the_best_run_by_the_rule(tmp_path):
+    searches, runs = search_and_runs()
+    runs["max_metric"] = 1.0 - runs["max_metric"]  # a loss: lower is better
+    rule = SuccessRule("loss", "at_most", 0.05)
+    write_report(tmp_path, options({}), searches, runs, {}, {"metric": "accuracy"}, success=rule)
+    text = (tmp_path / "report.md").read_text()
+    assert "| params | N (mean) | searches | best loss | final accuracy | final loss |" in text
+    assert "| 128 | 50 | 2 | 0.0000 | 1.0000 | 0.5100 |" in text
+
+
+# -- deterministic outputs -----------------------------------------------------------------------------
+
+
+def test_ties_go_to_the_smaller_learning_rate_then_run_id_whatever_the_row_order():
+    runs = expanded(grid_runs())
+    tie = (runs["point"] == "H16m128") & (runs["seed"] == 0)
+    runs.loc[tie, "max_metric"] = 1.0  # both learning rates reach 1.0
+    for k in range(5):
+        best = best_runs(runs.sample(frac=1, random_state=k))
+        pick = best[(best["point"] == "H16m128") & (best["seed"] == 0)]
+        assert pick["lr"].tolist() == [1e-3]
+        assert best.equals(best_runs(runs))
+
+
+def stored_sweep_folder(out, experiment, resolved, runs, searches=None):
+    out.mkdir(exist_ok=True)
+    store = Store(out)
+    store.set_meta({"experiment": experiment, "resolved_spec": json.dumps(resolved), "elapsed_s": "1.0"})
+    store.add_runs(runs.to_dict("records"))
+    if searches is not None:
+        store.add_searches(searches.to_dict("records"))
+    store.close()
+
+
+def outputs(folder):
+    """Every text output of a report folder (report.md and the CSVs) and the Parquet tables."""
+    texts = {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.suffix in (".md", ".csv")}
+    tables = {p.name: pd.read_parquet(p) for p in sorted(folder.glob("*.parquet"))}
+    return texts, tables
+
+
+def search_store_rows():
+    """The searches and raw runs of search_and_runs, with two learning rates tied at each capacity."""
+    searches, _ = search_and_runs()
+    searches["config"] = [json.dumps({"d": 8, "model": "mlp"})] * len(searches)
+    rows = []
+    for seed, capacity in ((0, 40), (1, 60)):
+        for value in (20, capacity, 80):
+            for lr in (1e-2, 1e-3):
+                final = {"loss": value / 100 + lr, "accuracy": 1.0 if value <= capacity else 0.5}
+                config = {"d": 8, "model": "mlp", "N": value}
+                row = run_row("p", seed, lr, config, final["accuracy"], final, value=value, run_id=f"{seed}-{value}-{lr}")
+                rows.append(row)
+    return searches.drop(columns=["d", "model"]), pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("sweep", ["grid", "search"])
+def test_shuffled_stores_give_identical_reports_and_tables(tmp_path, sweep):
+    if sweep == "grid":
+        raw, searches = grid_runs(), None
+        raw.loc[(raw["point"] == "H16m128") & (raw["seed"] == 0), "max_metric"] = 1.0  # a tie between lrs
+        experiment = "factual_recall"
+        resolved = {"experiment": experiment, "train": {"metric": "accuracy"}, "report": {"heatmap": HEATMAP}}
+    else:
+        searches, raw = search_store_rows()
+        experiment = "assoc_memory"
+        resolved = {"experiment": experiment, "train": {"metric": "accuracy"}, "report": {}}
+    results = []
+    for k in range(3):
+        out = tmp_path / f"order{k}"
+        shuffled = raw.sample(frac=1, random_state=k)
+        found = searches.sample(frac=1, random_state=k) if searches is not None else None
+        stored_sweep_folder(out, experiment, resolved, shuffled, found)
+        report(out)
+        results.append(outputs(out))
+    texts, tables = results[0]
+    assert "report.md" in texts and "runs.csv" in texts and "runs.parquet" in tables
+    for other_texts, other_tables in results[1:]:
+        assert other_texts == texts
+        assert other_tables.keys() == tables.keys()
+        for name, table in tables.items():
+            pd.testing.assert_frame_equal(other_tables[name], table)
+    # write_report alone is as indifferent to the order of its frames
+    runs = expanded(raw)
+    direct = []
+    for k in range(3):
+        found = pd.DataFrame() if searches is None else expand_config(searches.sample(frac=1, random_state=k))
+        write_report(tmp_path / f"direct{k}", options(resolved["report"]), found, runs.sample(frac=1, random_state=k), {})
+        direct.append(outputs(tmp_path / f"direct{k}")[0])
+    assert direct[0] == direct[1] == direct[2]
+
+
+def test_parquet_tables_read_back_as_the_csvs(tmp_path):
+    searches, raw = search_store_rows()
+    stored_sweep_folder(tmp_path, "assoc_memory", {"experiment": "assoc_memory", "report": {}}, raw, searches)
+    report(tmp_path)
+    for name in ("runs", "searches"):
+        parquet = pd.read_parquet(tmp_path / f"{name}.parquet")
+        csv = pd.read_csv(tmp_path / f"{name}.csv")
+        # a CSV reads an empty text as NaN, and a column of them as numbers
+        pd.testing.assert_frame_equal(parquet.replace({"": np.nan}), csv, check_dtype=False)
+    assert "N" in pd.read_parquet(tmp_path / "runs.parquet")
+    assert "censored" in pd.read_parquet(tmp_path / "searches.parquet")

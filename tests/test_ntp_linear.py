@@ -167,3 +167,21 @@ def test_ngd_step_has_unit_norm_direction():
         cos = jnp.sum(updates["W"] * grads["W"]) / (jnp.linalg.norm(grads["W"]))
         np.testing.assert_allclose(cos, -1.0, rtol=1e-5)
         params = optax.apply_updates(params, updates)
+
+
+def test_an_lp_without_verdict_leaves_the_instance_unverified(monkeypatch):
+    """Issue 12 item 8: where HiGHS reaches no verdict, the check must not fall back silently to the QP's
+    verdict (counted as agreement): separability is unverified and the deciding solver is named."""
+    from jaxmem.plan.buckets import host_run
+
+    run = host_run(EXP, EXP.complete({**SMALL, "d": 12}), 0)
+    decided = nt.host_check(run)
+    assert decided["separable_by"] == "HiGHS LP" and decided["separable"] in (0.0, 1.0)
+
+    def no_verdict(inst):
+        raise RuntimeError("HiGHS reached no verdict on NTP-separability: model_status is Unknown")
+
+    monkeypatch.setattr(ref, "separable_lp", no_verdict)
+    unverified = nt.host_check(run)
+    assert np.isnan(unverified["separable"]) and unverified["separable_by"].startswith("unverified")
+    assert unverified["separable_qp"] == decided["separable_qp"] and "Unknown" in unverified["problems"]

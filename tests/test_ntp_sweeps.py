@@ -10,7 +10,8 @@ from jaxmem.spec import sweep as specmod
 from jaxmem.driver.sweep import run_sweep
 from jaxmem.plan.buckets import host_run
 from jaxmem.experiments.thrampoulidis24 import ntp_linear as nt
-from jaxmem.report.rates import rate_tables, rates_section
+from jaxmem.report.trajectory.markdown import rates_section
+from jaxmem.report.trajectory.rates import rate_tables
 from jaxmem.persistence.store import load_results
 
 SEEDS = [0, 1, 2]

@@ -7,8 +7,11 @@ import pandas as pd
 import pytest
 
 from jaxmem.report import collapse_stats, fit_power_law, point_table, summarise, write_report
-from jaxmem.report.analysis import apply_fit, usable_mask
-from jaxmem.spec.sweep import stored_report_spec
+from jaxmem.report.capacity.censored import quantile
+from jaxmem.report.capacity.fit import apply_fit
+from jaxmem.report.capacity.searches import usable_mask
+from jaxmem.report.files import write_text
+from jaxmem.spec.sweep import SuccessRule, stored_report_spec
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -240,3 +243,78 @@ def test_write_report_empty_searches(tmp_path):
     assert not (tmp_path / "capacity.png").exists()
     text = (tmp_path / "report.md").read_text()
     assert "Probe runs: 4" in text and "Fitted slope" not in text
+
+
+# -- censored searches ---------------------------------------------------------------------------------
+
+
+def test_censored_quantiles_count_censored_searches_as_bounds():
+    rank, value = np.array([0, 0, 1]), np.array([10.0, 20.0, 64.0])
+    assert quantile(rank, value, 0.5) == (20.0, "")
+    assert quantile(rank, value, 0.25) == (15.0, "")
+    assert quantile(rank, value, 0.75) == (42.0, "above")  # between 20 and a search above 64: at least 42
+    assert quantile(np.array([-1, 0, 0]), np.array([8.0, 10.0, 20.0]), 0.25) == (9.0, "below")
+    assert quantile(np.array([1, 1]), np.array([64.0, 64.0]), 0.5) == (64.0, "above")
+    unknown = quantile(np.array([-1, 1]), np.array([8.0, 64.0]), 0.5)
+    assert math.isnan(unknown[0]) and unknown[1] == "both"
+    assert math.isnan(quantile(np.array([]), np.array([]), 0.5)[0])
+
+
+def censored_searches():
+    """d8: three answers and one search censored above (its hi, 64, succeeded); d16: two answers, one
+    censored below (even lo = 16 failed) and one without a capacity."""
+    rows = [search_row("d8", s, {"d": 8}, n, 64, n * math.log2(n)) for s, n in enumerate((20.0, 10.0, 30.0))]
+    rows.append(search_row("d8", 3, {"d": 8}, 64.0, 64, 384.0, censored="above"))
+    rows += [search_row("d16", s, {"d": 16}, n, 256, n * math.log2(n)) for s, n in enumerate((40.0, 50.0))]
+    rows.append(search_row("d16", 2, {"d": 16}, float("nan"), 256, float("nan"), censored="below"))
+    rows.append(search_row("d16", 3, {"d": 16}, float("nan"), 256, float("nan")))
+    frame = pd.DataFrame(rows)
+    frame.loc[frame["censored"] == "above", "first_failure"] = float("nan")
+    frame.loc[frame["censored"] == "below", "first_failure"] = 16.0
+    return frame
+
+
+def test_point_table_aggregates_censored_searches_as_quantiles():
+    table = point_table(censored_searches()).set_index("point")
+    d8, d16 = table.loc["d8"], table.loc["d16"]
+    assert (d8["n_searches"], d8["n_seeds"], d8["n_above"], d8["n_below"]) == (4, 3, 1, 0)
+    assert d8["capacity_median"] == 25.0 and d8["capacity_median_censored"] == ""  # (20 + 30) / 2
+    assert d8["capacity_q75"] == pytest.approx(30 + 0.25 * 34) and d8["capacity_q75_censored"] == "above"
+    assert d8["capacity_mean"] == 20.0  # over the answered searches only
+    assert (d16["n_searches"], d16["n_seeds"], d16["n_below"]) == (4, 2, 1)  # the row without capacity: neither
+    assert d16["capacity_median"] == 40.0 and d16["capacity_median_censored"] == ""
+    assert d16["capacity_q25"] == pytest.approx(16 + 0.5 * 24) and d16["capacity_q25_censored"] == "below"
+
+
+def test_capacity_section_and_fit_state_how_censored_searches_count(tmp_path):
+    rule = SuccessRule("loss", "at_most", 5.0)
+    write_report(tmp_path, options({}), censored_searches(), pd.DataFrame(), {}, success=rule)
+    text = (tmp_path / "report.md").read_text()
+    assert "Largest N reaching the success threshold (loss ≤ 5 at a run's best evaluation)" in text
+    assert "| 8 | 64 | 25 | 17.5 – ≥ 38.5 | 3/4 | 1 above | 20 ± 10 |" in text
+    assert "| 16 | 256 | 40 | ≤ 28 – 45 | 2/4 | 1 below | 45 ± 7.071 |" in text
+    assert "Left out of those means: 3 of 8 searches, 1 censored above and 1 below the range searched" in text
+    csv = pd.read_csv(tmp_path / "capacity.csv", keep_default_na=False)
+    assert set(csv["capacity_q75_censored"]) == {"above", ""}
+
+
+def test_a_threshold_search_words_smallest_and_bounds_by_its_goal(tmp_path):
+    """goal = "smallest": a search censored below stored lo as its capacity (lo already succeeded)."""
+    searches = pd.DataFrame(
+        [search_row("p", 0, {"m": 4}, 3.0, 16, 1.0), search_row("p", 1, {"m": 4}, 1.0, 16, 1.0, censored="below")]
+    )
+    searches.loc[1, "first_failure"] = float("nan")
+    smallest = stored_report_spec({"report": {}, "search": {"goal": "smallest"}})
+    write_report(tmp_path, smallest, searches, pd.DataFrame(), {})
+    text = (tmp_path / "report.md").read_text()
+    assert "Smallest N reaching the success threshold" in text
+    assert "| 16 | ≤ 2 | ≤ 1.5 – ≤ 2.5 | 1/2 | 1 below | 3 |" in text
+
+
+def test_report_md_is_replaced_at_once(tmp_path, monkeypatch):
+    path = tmp_path / "report.md"
+    write_text(path, "old\n")
+    monkeypatch.setattr("os.replace", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
+    with pytest.raises(OSError, match="disk full"):
+        write_text(path, "new\n")
+    assert path.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["report.md"]

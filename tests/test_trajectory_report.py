@@ -1,4 +1,4 @@
-"""Reports of trajectory sweeps (jaxmem.report.trajectory_*, stages, escape) on synthetic stores whose
+"""Reports of trajectory sweeps (jaxmem.report.trajectory: stages, escape) on synthetic stores whose
 curves have known crossings, plateaus and escape slopes: no training."""
 
 import json
@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 from jaxmem.report import write_report
-from jaxmem.report.escape import escape_fits, fit_line
-from jaxmem.report.stages import first_crossing, plateau
-from jaxmem.report.trajectory_data import planned_runs
-from jaxmem.report.from_store import report
+from jaxmem.report.from_store import report, stored_sweep
+from jaxmem.report.trajectory.data import planned_runs
+from jaxmem.report.trajectory.escape import escape_fits, fit_line
+from jaxmem.report.trajectory.stages import first_crossing, plateau
 from jaxmem.spec.sweep import SpecError, stored_report_spec
 from jaxmem.persistence.store import Store, load_results
 
@@ -263,6 +263,7 @@ def test_trajectories_csv_is_wide_with_time_config_and_metrics(tmp_path):
     _, metrics = curves("population", 1e-5, 0)
     assert np.allclose(one["relation_loss"], metrics["relation_loss"])
     assert (table["status"] == "finished").all()
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "trajectories.parquet"), table)
     assert (tmp_path / "trajectory.png").read_bytes()[:8] == PNG_MAGIC
     assert not (tmp_path / "stages.csv").exists() and not (tmp_path / "escape.png").exists()
 
@@ -312,7 +313,7 @@ def test_mid_sweep_runs_in_flight_get_their_config_from_the_plan(tmp_path):
             }
         },
     }
-    plan = planned_runs(resolved).sort_values(["M", "seed"]).reset_index(drop=True)
+    plan = planned_runs(stored_sweep(resolved)).sort_values(["M", "seed"]).reset_index(drop=True)
     assert len(plan) == 4 and set(plan["M"]) == {4, 8}
     store = Store(tmp_path)
     store.set_meta({"experiment": "assoc_memory", "resolved_spec": json.dumps(resolved), "elapsed_s": "1.0"})
@@ -365,7 +366,7 @@ def test_search_sweep_with_trajectories_and_an_open_probe(tmp_path):
     from jaxmem.spec.sweep import load
 
     resolved = load("tests/specs/tiny_mlp.toml").resolved
-    assert planned_runs(resolved).empty
+    assert planned_runs(stored_sweep(resolved)).empty
     store = Store(tmp_path)
     store.set_meta({"experiment": "assoc_memory", "resolved_spec": json.dumps(resolved), "elapsed_s": "1.0"})
     rows, traj = [], []

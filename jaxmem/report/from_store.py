@@ -1,4 +1,5 @@
-"""`jaxmem report DIR`: tables, plot and report.md from whatever the store holds (also mid-sweep)."""
+"""`jaxmem report DIR`: the stored tables as CSV and Parquet, and every report file from whatever the
+store holds (also mid-sweep), rebuilt from the spec stored with the results."""
 
 from __future__ import annotations
 
@@ -8,70 +9,77 @@ from pathlib import Path
 import pandas as pd
 
 from jaxmem.experiments.registry import get as get_experiment
-from jaxmem.plan.buckets import Bucket, padding_waste
-from jaxmem.report import write_report
-from jaxmem.report.final_metrics import expand_final_metrics
-from jaxmem.report.references import reference_section
-from jaxmem.report.rejected import rejected_section
-from jaxmem.report.trajectory_data import planned_runs
-from jaxmem.spec.sweep import TrainSpec, stored_report_spec
 from jaxmem.persistence.store import expand_config, load_results
+from jaxmem.report.files import write_table
+from jaxmem.report.runs import expand_final_metrics
+from jaxmem.report.success import with_rule_defaults
+from jaxmem.report.text import number
+from jaxmem.report.trajectory.data import planned_runs
+from jaxmem.report.writer import canonical, write_report
+from jaxmem.spec.sweep import SpecError, SweepSpec, TrainSpec, parse, stored_report_spec
+
+META_KEYS = ("spec", "preset", "experiment", "device", "jaxmem_version")
+
+
+def stored_sweep(resolved: dict) -> SweepSpec | None:
+    """The stored resolved spec parsed again (its success rule, its plan); None when it no longer parses
+    (an older spec, an experiment not found)."""
+    try:
+        return parse(resolved, name="report", preset="")
+    except (SpecError, ValueError, KeyError, TypeError):
+        return None
+
+
+def meta_view(meta: dict, train: dict, compiles: pd.DataFrame) -> dict:
+    """The sweep's metadata as report.md lists it: spec, experiment, device, wall and compile time, and
+    the solver's settings for a gradient-flow sweep."""
+    view = {k: meta[k] for k in META_KEYS if k in meta}
+    view["wall_time_s"] = float(meta.get("elapsed_s", 0.0))
+    view["compiles"] = len(compiles)
+    view["compile_time_s"] = round(float(compiles["seconds"].sum()), 2) if len(compiles) else 0.0
+    if train.get("integrator") == "gradient_flow":
+        rtol, atol = train.get("rtol", TrainSpec.rtol), train.get("atol", TrainSpec.atol)
+        view["integrator"] = f"gradient flow, diffrax Tsit5, rtol {number(rtol)}, atol {number(atol)}"
+    return view
+
+
+def export_tables(out_dir: Path, runs: pd.DataFrame, searches: pd.DataFrame) -> list[Path]:
+    """runs.csv and runs.parquet (config and final_metrics spread into columns); searches.csv and
+    searches.parquet when the sweep searched."""
+    written = write_table(canonical(runs, "runs"), out_dir, "runs")
+    return written + (write_table(canonical(searches, "searches"), out_dir, "searches") if not searches.empty else [])
 
 
 def report(out_dir: str | Path) -> Path:
-    """Write runs.csv (final_metrics spread into final_<name> columns), report.md and the files of
-    jaxmem.report.write_report (capacity.* or heatmap.*, trajectories.* with recorded trajectories)
-    into `out_dir`; return report.md's path."""
+    """Write the stored tables (export_tables) and the files of jaxmem.report.write_report into
+    `out_dir`; return report.md's path."""
     out_dir = Path(out_dir)
     meta = load_results(out_dir, "meta").set_index("key")["value"].to_dict()
-    spec = json.loads(meta.get("resolved_spec", "{}"))
+    resolved = json.loads(meta.get("resolved_spec", "{}"))
     raw_runs = load_results(out_dir, "runs", expand=False)
     runs = expand_final_metrics(expand_config(raw_runs))
-    runs.to_csv(out_dir / "runs.csv", index=False)
     searches = load_results(out_dir, "searches")
     compiles = load_results(out_dir, "compiles")
-    meta_view = {k: meta[k] for k in ("spec", "preset", "experiment", "device", "jaxmem_version") if k in meta}
-    meta_view["wall_time_s"] = float(meta.get("elapsed_s", 0.0))
-    meta_view["compiles"] = len(compiles)
-    meta_view["compile_time_s"] = round(float(compiles["seconds"].sum()), 2) if len(compiles) else 0.0
-    train = spec.get("train", {})
-    if train.get("integrator") == "gradient_flow":  # the solver's settings belong next to its results
-        rtol, atol = train.get("rtol", TrainSpec.rtol), train.get("atol", TrainSpec.atol)
-        meta_view["integrator"] = f"gradient flow, diffrax Tsit5, rtol {rtol:g}, atol {atol:g}"
     trajectories = load_results(out_dir, "trajectories")
+    export_tables(out_dir, runs, searches)
+    sweep = stored_sweep(resolved)
+    rule = sweep.success if sweep is not None else None
+    report_spec = stored_report_spec(resolved, f"stored with the results in {out_dir}")
+    report_spec = with_rule_defaults(report_spec, resolved.get("report", {}), rule)
     in_flight = not trajectories.empty and not set(trajectories["run_id"]) <= set(raw_runs["run_id"])
-    planned = planned_runs(spec) if in_flight else None
-    report_spec = stored_report_spec(spec, f"stored with the results in {out_dir}")
-    paths = write_report(out_dir, report_spec, searches, runs, meta_view, train, trajectories, planned)
-    report_path = next(p for p in paths if p.name == "report.md")
-    exp = get_experiment(meta["experiment"])
-    sections = [
-        report_path.read_text().rstrip(),
-        rejected_section(raw_runs, exp, train),
-        reference_section(out_dir, report_spec, raw_runs, searches, exp),
-        buckets_section(meta, raw_runs, compiles),
-    ]
-    report_path.write_text("\n\n".join(s for s in sections if s))
-    return report_path
-
-
-def buckets_section(meta: dict, runs: pd.DataFrame, compiles: pd.DataFrame) -> str:
-    """One row per compiled program: its padded shape, slots, compile time, runs and padding waste."""
-    if compiles.empty:
-        return ""
-    exp = get_experiment(meta["experiment"])
-    rows = [
-        "## Buckets (one compiled program each)",
-        "",
-        "| bucket | padded shape | slots | compile s | runs | padding waste (padded / true FLOPs) |",
-        "|---|---|---|---|---|---|",
-    ]
-    for c in compiles.drop_duplicates("bucket").itertuples():
-        shape = json.loads(c.shape)
-        bucket = Bucket(exp.name, tuple(sorted(shape.items())))
-        mine = runs[runs["bucket"] == c.bucket] if len(runs) else runs
-        configs = [json.loads(x) for x in mine["config"]] if len(mine) else []
-        waste = f"{padding_waste(exp, bucket, [exp.complete(x) for x in configs]):.2f}x" if configs else "-"
-        sizes = ", ".join(f"{k}={v}" for k, v in sorted(shape.items()) if type(v) is int)
-        rows.append(f"| {c.bucket} | {sizes} | {c.slots} | {c.seconds:.2f} | {len(mine)} | {waste} |")
-    return "\n".join(rows) + "\n"
+    train = resolved.get("train", {})
+    paths = write_report(
+        out_dir,
+        report_spec,
+        searches,
+        runs,
+        meta_view(meta, train, compiles),
+        train,
+        trajectories,
+        planned_runs(sweep) if in_flight else None,
+        success=rule,
+        experiment=get_experiment(meta["experiment"]),
+        raw_runs=raw_runs,
+        compiles=compiles,
+    )
+    return paths[-1]

@@ -1,10 +1,13 @@
-"""write_report: the report files for one sweep.
+"""write_report: every report file of one sweep, report.md last, written once and atomically.
 
-Search sweeps: capacity.csv, capacity.png and report.md (with every metric at capacity). Grid sweeps
-(no searches): report.md with one row of metrics per grid point and, when the report spec has a
-`heatmap` table (see jaxmem.spec.report_tables), heatmap.csv, heatmap.png, the floor and the boundary.
-Sweeps with recorded trajectories also get trajectories.csv, trajectory.png and, as the report spec's
-`trajectory` table asks (see jaxmem.spec.report_tables), stages.csv and escape.png.
+Search sweeps get the capacity files (jaxmem.report.capacity), grid sweeps the heatmap and per-point
+metrics (jaxmem.report.grid), sweeps with recorded trajectories the trajectory files
+(jaxmem.report.trajectory); given the stored runs and the experiment, report.md also holds the rejected
+instances, the host reference checks (jaxmem.report.checks) and the compiled programs.
+
+Every output is a function of the results alone: the tables are put in the store's canonical row order
+first (jaxmem.persistence.store.ORDER), and a best run is chosen by value, then learning rate, then
+run_id (jaxmem.report.runs.ranked).
 """
 
 from __future__ import annotations
@@ -13,16 +16,27 @@ from pathlib import Path
 
 import pandas as pd
 
-from jaxmem.report.analysis import point_table, summarise, x_column
-from jaxmem.report.final_metrics import expand_final_metrics
-from jaxmem.report.grid_markdown import capacity_metrics_section, heatmap_section, metric_label, points_section
-from jaxmem.report.heatmap import heatmap_cells, point_cells
-from jaxmem.report.heatmap_plot import plot_heatmap
-from jaxmem.report.markdown import render_report
-from jaxmem.report.plots import plot_capacity
-from jaxmem.report.tradeoff import analyse
-from jaxmem.report.trajectory_report import write_trajectory_report
+from jaxmem.experiments.interface import Experiment
+from jaxmem.persistence.store import ORDER
+from jaxmem.report.capacity.report import write_capacity_report
+from jaxmem.report.checks.references import reference_section
+from jaxmem.report.checks.rejected import rejected_section
+from jaxmem.report.files import write_text
+from jaxmem.report.grid.report import is_grid_sweep, write_grid_report
+from jaxmem.report.overview import buckets_section, meta_section, runs_section
+from jaxmem.report.runs import expand_final_metrics
+from jaxmem.report.success import better
+from jaxmem.report.trajectory.report import write_trajectory_report
 from jaxmem.spec.report_tables import ReportSpec
+from jaxmem.spec.sweep import SuccessRule
+
+
+def canonical(frame: pd.DataFrame | None, table: str) -> pd.DataFrame | None:
+    """`frame` in the canonical order of the store's `table` (by the ORDER columns it has)."""
+    if frame is None or frame.empty:
+        return frame
+    keys = [c for c in ORDER[table] if c in frame]
+    return frame.sort_values(keys, kind="stable").reset_index(drop=True) if keys else frame
 
 
 def write_report(
@@ -34,63 +48,42 @@ def write_report(
     train_spec: dict | None = None,
     trajectories: pd.DataFrame | None = None,
     planned: pd.DataFrame | None = None,
+    *,
+    success: SuccessRule | None = None,
+    experiment: Experiment | None = None,
+    raw_runs: pd.DataFrame | None = None,
+    compiles: pd.DataFrame | None = None,
 ) -> list[Path]:
     """Write the report files into out_dir and return their paths, report.md last.
 
-    `train_spec` (the sweep's [train] table) names the train metric. `trajectories` is the store's
-    trajectories table and `planned` the configs of runs in flight
-    (jaxmem.report.trajectory_data.planned_runs), both optional.
+    `runs` and `searches` have their config spread into columns (jaxmem.persistence.store.load_results);
+    `train_spec` is the sweep's [train] table and `success` its success rule (jaxmem.spec.sweep): they
+    name the judged metric and its direction. `trajectories` is the store's trajectories table and
+    `planned` the configs of runs in flight (jaxmem.report.trajectory.data.planned_runs). With the
+    `experiment`, the stored `raw_runs` (JSON config and final_metrics) and the `compiles` table,
+    report.md also gets the rejected instances, the reference checks and the buckets.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    runs = expand_final_metrics(runs)
+    searches, trajectories = canonical(searches, "searches"), canonical(trajectories, "trajectories")
+    runs = expand_final_metrics(canonical(runs, "runs"))
+    raw_runs, compiles = canonical(raw_runs, "runs"), canonical(compiles, "compiles")
     train_metric = (train_spec or {}).get("metric")
-    summary = summarise(report_spec, searches)
-    written, extra = [], []
-    plot_name = None
+    written: list[Path] = []
+    sections = [f"# {report_spec.title or 'Capacity report'}", meta_section(meta)]
     if not searches.empty:
-        csv_path = out_dir / "capacity.csv"
-        point_table(searches, x_column(report_spec, searches)).to_csv(csv_path, index=False)
-        written.append(csv_path)
-        if summary["n_points"] > 0:
-            written.append(plot_capacity(out_dir / "capacity.png", report_spec, searches, summary))
-            plot_name = "capacity.png"
-        extra.append(capacity_metrics_section(report_spec, searches, runs, summary["variable"], train_metric))
+        sections += write_capacity_report(out_dir, report_spec, searches, runs, success, train_metric, written)
     elif is_grid_sweep(runs):
-        extra += write_grid(out_dir, report_spec, runs, train_spec, written)
-    extra += write_trajectory_report(out_dir, report_spec, trajectories, runs, planned, written)
-    md_path = out_dir / "report.md"
-    md_path.write_text(render_report(report_spec, searches, runs, meta, summary, plot_name, extra))
-    written.append(md_path)
+        sections += write_grid_report(out_dir, report_spec, runs, success, train_metric, written)
+    sections += write_trajectory_report(out_dir, report_spec, trajectories, runs, planned, written)
+    sections.append(runs_section(runs, success))
+    if experiment is not None and raw_runs is not None:
+        sections += [
+            rejected_section(raw_runs, experiment, train_spec or {}),
+            reference_section(out_dir, report_spec, raw_runs, searches, experiment, better(success), written),
+        ]
+        if compiles is not None:
+            sections.append(buckets_section(experiment, raw_runs, compiles))
+    text = "\n\n".join(s.strip("\n") for s in sections if s) + "\n"
+    written.append(write_text(out_dir / "report.md", text))
     return written
-
-
-def is_grid_sweep(runs: pd.DataFrame) -> bool:
-    """Runs of a plain grid: none probes a searched value (a search sweep before its first search
-    finishes has runs but no searches, and is not one)."""
-    return not runs.empty and ("value" not in runs or bool(runs["value"].isna().all()))
-
-
-def write_grid(
-    out_dir: Path, report_spec: ReportSpec, runs: pd.DataFrame, train_spec: dict | None, written: list[Path]
-) -> list[str]:
-    """Grid-sweep files (appended to `written`) and report.md sections."""
-    spec = report_spec.heatmap
-    train_metric = (train_spec or {}).get("metric")
-    points = point_cells(runs, spec)
-    sections = []
-    if spec is not None:
-        cells = heatmap_cells(points, spec)
-        csv_path = out_dir / "heatmap.csv"
-        cells.to_csv(csv_path, index=False)
-        written.append(csv_path)
-        analysis = analyse(cells)
-        plot_name = None
-        if cells[spec.metric].notna().any():
-            title = report_spec.title or "Heatmap"
-            label = metric_label(spec.metric, train_metric)
-            written.append(plot_heatmap(out_dir / "heatmap.png", spec, cells, analysis["boundary"], title, label))
-            plot_name = "heatmap.png"
-        sections.append(heatmap_section(spec, cells, analysis, train_metric, plot_name))
-    sections.append(points_section(points, spec, train_metric))
-    return sections

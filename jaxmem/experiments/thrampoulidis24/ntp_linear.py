@@ -240,14 +240,15 @@ def host_instance(run: HostRun) -> ref.Instance:
 
 
 def host_check(run: HostRun) -> dict:
-    """The instance re-solved in float64 (reference.py): W* by lstsq, separability by the HiGHS LP, W^mm by the
-    clarabel QP with its worst KKT residual (spec §5.4 (a)–(f)) and twin-row gap (g); `problems` names bad input."""
+    """The instance re-solved in float64 (reference.py): W* by lstsq, separability by the HiGHS LP (where HiGHS
+    reaches no verdict the instance is unverified: `separable` is NaN and `separable_by` says so; the clarabel
+    QP's own verdict is `separable_qp`), W^mm by the clarabel QP with its worst KKT residual (spec §5.4 (a)–(f))
+    and twin-row gap (g); `problems` names bad input."""
     inst = host_instance(run)
     W_star, residual = ref.w_star(inst)
     notes = ref.diagnose(inst)
     mm = attempt(ref.w_mm, inst, notes)
     lp = attempt(lambda i: ref.separable_lp(i)[0], inst, notes)
-    separable = float(lp) if lp is not None else float(mm.separable) if mm is not None else math.nan
     worst = twins = math.nan
     if mm is not None and mm.separable:
         k = ref.kkt_checks(inst, mm.W, mm.lam, W_star)
@@ -255,7 +256,9 @@ def host_check(run: HostRun) -> dict:
         worst, twins = max(worst, k["stationarity"], k["duality_gap"], k["orthogonality"]), k["symmetry"]
     return {
         "compatible": float(residual < ref.COMPAT_TOL),
-        "separable": separable,
+        "separable": float(lp) if lp is not None else math.nan,
+        "separable_by": "HiGHS LP" if lp is not None else "unverified (HiGHS: no verdict)",
+        "separable_qp": float(mm.separable) if mm is not None else math.nan,
         "wstar_norm": float(np.linalg.norm(W_star)),
         "wmm_norm": float(np.linalg.norm(mm.W)) if mm is not None and mm.separable else math.nan,
         "log_odds_residual": float(residual),

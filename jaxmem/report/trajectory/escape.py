@@ -14,10 +14,10 @@ import math
 import numpy as np
 import pandas as pd
 
+from jaxmem.report.text import group_labels
+from jaxmem.report.trajectory.data import common_names
+from jaxmem.report.trajectory.stages import crossing_column
 from jaxmem.spec.expr import ExpressionError, evaluate
-from jaxmem.report.analysis import group_labels
-from jaxmem.report.stages import crossing_column
-from jaxmem.report.trajectory_data import common_names
 from jaxmem.spec.report_tables import TrajectorySpec
 
 

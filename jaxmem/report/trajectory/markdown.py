@@ -1,8 +1,9 @@
 """report.md sections of trajectory sweeps: what was recorded, first and last values, crossing times,
-plateaus and the escape-time law.
+plateaus, the escape-time law, asymptotic rates and trends.
 
-The tables take the stage table of jaxmem.report.stages with two label columns added: `panel` (the
-group_by values) and `series` (the color_by values); "all" when there are none.
+The tables take the stage table of jaxmem.report.trajectory.stages (and the rate and trend tables of
+jaxmem.report.trajectory.rates) with two label columns added: `panel` (the group_by values) and
+`series` (the color_by values); "all" when there are none.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from jaxmem.report.analysis import format_number
-from jaxmem.report.markdown import markdown_table
-from jaxmem.report.stages import crossing_column, plateau_column
-from jaxmem.report.trajectory_plot import Level
+from jaxmem.report.text import DASH, markdown_table, number, percent, spread
+from jaxmem.report.trajectory.plot import Level
+from jaxmem.report.trajectory.rates import RATES_CSV
+from jaxmem.report.trajectory.stages import crossing_column, plateau_column
 from jaxmem.spec.report_tables import TrajectorySpec
 
 MAX_RUN_ROWS = 40
@@ -24,17 +25,6 @@ RULE_CROSSING = (
     "linearly between that evaluation and the one before it (time = step · lr). Runs that never cross count "
     'as "never" ("not yet" while still running) and are left out of the means.'
 )
-
-
-def spread(values) -> str:
-    """ "mean ± std" of the finite values with format_number (the std left out when 0); "–" when none."""
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v)]
-    if not v.size:
-        return "–"
-    text = format_number(float(v.mean()))
-    std = float(v.std(ddof=1)) if v.size >= 2 else 0.0
-    return text + (f" ± {format_number(std)}" if std > 0 else "")
 
 
 def key_of(panel: str, series: str) -> str:
@@ -59,12 +49,10 @@ def overview_section(
         "## Trajectories",
         "",
         f"{len(runs)} runs with recorded trajectories ({counts}); {len(frame)} evaluations in all, up to step "
-        f"{format_number(int(frame['step'].max()))}. Recorded metrics: {', '.join(all_metrics)}. "
+        f"{number(int(frame['step'].max()))}. Recorded metrics: {', '.join(all_metrics)}. "
         f"Every run and evaluation is a row of `trajectories.csv` (time = step · lr).",
     ]
-    texts = {
-        panel: "; ".join(f"{lv.label} = {lv.y:.4g}" for lv in panel_levels) for panel, panel_levels in levels.items()
-    }
+    texts = {panel: "; ".join(f"{lv.label} = {number(lv.y)}" for lv in lines) for panel, lines in levels.items()}
     texts = {panel: text for panel, text in texts.items() if text}
     if len(set(texts.values())) == 1:
         lines += ["", f"Reference lines: {next(iter(texts.values()))}."]
@@ -92,7 +80,7 @@ def overview_section(
 
 def crossing_text(value: float, status: str) -> str:
     if math.isfinite(value):
-        return format_number(value)
+        return number(value)
     return "not yet" if status == "running" else "never"
 
 
@@ -104,7 +92,7 @@ def crossings_section(stages: pd.DataFrame, spec: TrajectorySpec, csv_name: str)
     levels = []
     for c in spec.crossings:
         values = stages[crossing_column(c.label, "level")].astype(float)
-        level = format_number(float(values.iloc[0])) if values.nunique() <= 1 else "per run"
+        level = number(float(values.iloc[0])) if values.nunique() <= 1 else "per run"
         sign = "≤" if c.direction == "below" else "≥"
         levels.append(f"- {c.label}: {c.metric} {sign} `{c.level}` ({level})")
     rows = []
@@ -128,7 +116,7 @@ def crossings_section(stages: pd.DataFrame, spec: TrajectorySpec, csv_name: str)
     ]
     if len(stages) <= MAX_RUN_ROWS:
         per_run = [
-            [r["run_id"], r["status"], key_of(r["panel"], r["series"]), format_number(r["seed"])]
+            [r["run_id"], r["status"], key_of(r["panel"], r["series"]), number(r["seed"])]
             + [crossing_text(float(r[crossing_column(c.label, unit)]), r["status"]) for c in spec.crossings]
             for r in stages.to_dict("records")
         ]
@@ -158,10 +146,10 @@ def plateaus_section(stages: pd.DataFrame, spec: TrajectorySpec) -> str:
             rows.append(
                 [key_of(panel, series), f"{entered}/{len(group)}"]
                 + [spread(group[plateau_column(p.label, w, unit)]) for w in ("first", "last", "length")]
-                + [f"{in_band}/{between}" if between else "–"]
+                + [f"{in_band}/{between}" if between else DASH]
             )
         headers = ["runs of", "runs in band", f"first [{unit}]", f"last [{unit}]", f"length [{unit}]", "contiguous"]
-        lines += ["", f"**{p.label}**: {p.metric} within {format_number(p.tol)} of `{p.near}`", ""]
+        lines += ["", f"**{p.label}**: {p.metric} within {number(p.tol)} of `{p.near}`", ""]
         lines.append(markdown_table(headers, rows))
     return "\n".join(lines)
 
@@ -171,15 +159,15 @@ def escape_section(fits: pd.DataFrame, ratios: pd.DataFrame, spec: TrajectorySpe
     escape = spec.escape
     if escape is None or fits.empty:
         return ""
-    tolerance = f"{escape.tolerance:.0%}"
+    tolerance = percent(escape.tolerance)
     rows = []
     for r in fits.to_dict("records"):
-        slope = format_number(r["slope"])
+        slope = number(r["slope"])
         if math.isfinite(r["slope_se"]):
-            slope += f" ± {format_number(r['slope_se'])}"
-        verdict = "–" if r["within"] is None or not math.isfinite(r["ratio"]) else ("PASS" if r["within"] else "FAIL")
+            slope += f" ± {number(r['slope_se'])}"
+        verdict = DASH if r["within"] is None or not math.isfinite(r["ratio"]) else ("PASS" if r["within"] else "FAIL")
         group = r["group"] if escape.group_by else "all runs"
-        ratio = f"{r['ratio']:.3f}" if math.isfinite(r["ratio"]) else "–"
+        ratio = number(r["ratio"], 3)
         rows.append([r["crossing"], group, f"{r['n']}/{r['runs']}", slope, r["r2"], r["predicted"], ratio, verdict])
     headers = [
         "crossing",
@@ -215,3 +203,52 @@ def escape_section(fits: pd.DataFrame, ratios: pd.DataFrame, spec: TrajectorySpe
     if plot_name is not None:
         lines += ["", f"![escape]({plot_name})"]
     return "\n".join(lines)
+
+
+def rates_section(rates: pd.DataFrame, trends: pd.DataFrame, spec: TrajectorySpec) -> str:
+    """Mean ± std of the fitted rates against their predictions, and the trends, per panel and series."""
+    lines = []
+    if not rates.empty:
+        rows = []
+        for (label, panel, series), group in rates.groupby(["rate", "panel", "series"], sort=False):
+            within = group["within"].dropna()
+            verdict = f"{int(within.sum())}/{len(within)}" if len(within) else DASH
+            steps = f"{spread(group['from_step'])} – {spread(group['to_step'])}"
+            row = [label, key_of(panel, series), len(group), steps, spread(group["slope"]), spread(group["predicted"])]
+            rows.append(row + [spread(group["ratio"]), verdict])
+        tolerance = ", ".join(f"{r.label}: {percent(r.tolerance)}" for r in spec.rates)
+        lines += [
+            "### Asymptotic rates",
+            "",
+            "Per run, the least-squares slope over the evaluations of the last decades of steps (against ln step; "
+            f"of ln metric for power laws); predicted from the run's config and final metrics. Within ({tolerance}) "
+            f"counts the runs whose |slope / predicted − 1| is inside the tolerance. Per run: `{RATES_CSV}`.",
+            "",
+            markdown_table(
+                ["rate", "runs of", "runs", "steps", "slope", "predicted", "slope / predicted", "within"], rows
+            ),
+        ]
+    if not trends.empty:
+        rows = []
+        for (label, panel, series), group in trends.groupby(["trend", "panel", "series"], sort=False):
+            monotone = int((group["against"] == 0).sum())
+            rows.append(
+                [
+                    label,
+                    key_of(panel, series),
+                    f"{monotone}/{len(group)}",
+                    int(group["against"].sum()),
+                    spread(group["first"]) + " → " + spread(group["last"]),
+                ]
+            )
+        directions = "; ".join(f"{t.label}: {t.direction} (tol {number(t.tol)})" for t in spec.trends)
+        lines += [
+            "",
+            "### Trends",
+            "",
+            f"{directions}. A run is monotone when no evaluation moves against the direction by more than "
+            "tol × |value|.",
+            "",
+            markdown_table(["trend", "runs of", "monotone runs", "moves against", "first → last"], rows),
+        ]
+    return "\n".join(lines).strip()

@@ -1,5 +1,6 @@
 """Grid sweeps without a threshold search: one value of a run metric per grid point, placed on two
-axes computed from config fields, as the `[report.heatmap]` table asks (keys in jaxmem.spec.report_tables).
+axes computed from config fields, as the `[report.heatmap]` table asks (keys in jaxmem.spec.report_tables;
+its better and threshold default to the success rule's, see jaxmem.report.success).
 
 Each cell is one (x, y) value: per (grid point, seed) the best learning rate's metric, then the mean
 over seeds (and over grid points that share the cell). `n_success` counts the seeds at threshold.
@@ -9,10 +10,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from jaxmem.report.runs import best_runs, config_fields, metric_names
 from jaxmem.spec.expr import evaluate, names_in
 from jaxmem.spec.report_tables import HeatmapSpec
-from jaxmem.report.final_metrics import best_runs, metric_names
-from jaxmem.persistence.store import RUN_COLUMNS
 
 
 def axis_values(expression: str, runs: pd.DataFrame) -> pd.Series:
@@ -25,23 +25,24 @@ def axis_values(expression: str, runs: pd.DataFrame) -> pd.Series:
     return pd.Series(values, index=runs.index, dtype=float)
 
 
-def point_cells(runs: pd.DataFrame, spec: HeatmapSpec | None = None, metric: str = "max_metric") -> pd.DataFrame:
-    """One row per grid point: its config, x and y (with a spec), the metric and every final metric.
+def point_cells(runs: pd.DataFrame, spec: HeatmapSpec | None = None, better: str = "max") -> pd.DataFrame:
+    """One row per grid point, sorted by point: its config, x and y (with a spec), the metric and every
+    final metric.
 
-    Per (point, seed) the learning rate with the best metric is kept; values are then averaged over
-    seeds. Columns: point, the config fields, [x, y], `metric`, final_*, seeds, n_success (with a
-    spec), best_lr (the most common best learning rate).
+    Per (point, seed) the learning rate with the best metric (the spec's, else max_metric by `better`)
+    is kept (jaxmem.report.runs.best_runs); values are then averaged over seeds. Columns: point, the
+    config fields, [x, y], the metric, final_*, seeds, n_success (with a spec), best_lr (the most common
+    best learning rate, the smallest of equally common ones).
     """
-    if spec is not None:
-        metric = spec.metric
-    best = best_runs(runs, metric, spec.better if spec else "max").copy()
+    metric, better = (spec.metric, spec.better) if spec is not None else ("max_metric", better)
+    best = best_runs(runs, metric, better).copy()
     if spec is not None:
         best["x"], best["y"] = axis_values(spec.x, best), axis_values(spec.y, best)
         best["success_seed"] = spec.reaches(pd.to_numeric(best[metric], errors="coerce"))
     values = list(dict.fromkeys([metric, *metric_names(best)]))
     for column in values:
         best[column] = pd.to_numeric(best[column], errors="coerce")
-    grouped = best.groupby("point", sort=False)
+    grouped = best.groupby("point")
     config = [c for c in config_fields(runs) if c in best]
     first = grouped[config + (["x", "y"] if spec else [])].first()
     table = first.join(grouped[values].mean())
@@ -64,13 +65,6 @@ def heatmap_cells(points: pd.DataFrame, spec: HeatmapSpec) -> pd.DataFrame:
     cells["reaches"] = spec.reaches(cells[spec.metric])
     return cells
 
-
-RUN_FIELDS = frozenset(RUN_COLUMNS) | {"config"}
-
-
-def config_fields(runs: pd.DataFrame) -> list[str]:
-    """The expanded config columns of a runs table (everything that is not a run result)."""
-    return [c for c in runs.columns if c not in RUN_FIELDS and not c.startswith("final_")]
 
 
 def varying_fields(points: pd.DataFrame) -> list[str]:

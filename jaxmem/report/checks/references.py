@@ -4,7 +4,9 @@ engine computed for it (the run's final metrics).
 
 Which instances: in a grid sweep, one run per distinct problem (point without the experiment's
 `same_problem_across` fields, seed); in a search, the runs on both sides of every search's answer
-(the answer and the value just past it), where both were run. At most MAX_CHECKS instances.
+(the answer and the value just past it), where both were run. Of the runs of one instance the best
+is checked (jaxmem.report.runs.ranked); at most MAX_CHECKS instances, the first in the runs' canonical
+order.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ import pandas as pd
 
 from jaxmem.experiments.interface import Experiment, HostRun
 from jaxmem.plan.buckets import host_run
-from jaxmem.report.final_metrics import parse_metrics
-from jaxmem.report.markdown import markdown_table
+from jaxmem.persistence.store import ORDER
+from jaxmem.report.runs import parse_metrics, ranked
+from jaxmem.report.files import write_csv
+from jaxmem.report.text import DASH, markdown_table, number
 from jaxmem.spec.report_tables import ReportSpec
 
 MAX_CHECKS = 48
@@ -26,26 +30,34 @@ REFERENCES_CSV = "references.csv"
 INSTANCE_PNG = "instance.png"
 
 
-def sampled_runs(raw_runs: pd.DataFrame, searches: pd.DataFrame, exp: Experiment) -> pd.DataFrame:
-    """The runs whose problems are checked, in the table's order."""
-    if raw_runs.empty:
-        return raw_runs
+def instance_keys(runs: pd.DataFrame, searches: pd.DataFrame, exp: Experiment) -> pd.Series:
+    """Each run's instance: its problem and seed in a grid sweep; in a search its point, seed and
+    value, or None for a value on neither side of its search's answer."""
     if searches.empty:
 
         def problem(row) -> str:
             config = json.loads(row["config"])
             return json.dumps({k: v for k, v in config.items() if k not in exp.same_problem_across}, sort_keys=True)
 
-        keys = raw_runs.apply(problem, axis=1).astype(str) + "/" + raw_runs["seed"].astype(str)
-        return raw_runs[~keys.duplicated()].head(MAX_CHECKS)
+        return runs.apply(problem, axis=1).astype(str) + "/" + runs["seed"].astype(str)
     wanted = set()
     for s in searches.itertuples():
         for value in (s.capacity, s.first_failure):
             if isinstance(value, float) and math.isfinite(value):
                 wanted.add((s.point, int(s.seed), int(value)))
-    keys = list(zip(raw_runs["point"], raw_runs["seed"].astype(int), raw_runs["value"].fillna(-1).astype(int)))
-    picked = raw_runs[[k in wanted for k in keys]]
-    return picked.drop_duplicates(["point", "seed", "value"]).head(MAX_CHECKS)
+    keys = zip(runs["point"], runs["seed"].astype(int), runs["value"].fillna(-1).astype(int))
+    return pd.Series([k if k in wanted else None for k in keys], index=runs.index, dtype=object)
+
+
+def sampled_runs(raw_runs: pd.DataFrame, searches: pd.DataFrame, exp: Experiment, better: str) -> pd.DataFrame:
+    """The runs whose problems are checked: the best run of each instance (by max_metric, `better` "max"
+    or "min"), in the runs' canonical order."""
+    if raw_runs.empty:
+        return raw_runs
+    best_first = ranked(raw_runs, "max_metric", better)
+    keys = instance_keys(best_first, searches, exp)
+    picked = best_first[keys.notna() & ~keys.duplicated()]
+    return picked.sort_values(list(ORDER["runs"]), kind="stable").head(MAX_CHECKS)
 
 
 def stored_host_run(row: dict, exp: Experiment, variable: str | None) -> HostRun:
@@ -53,10 +65,12 @@ def stored_host_run(row: dict, exp: Experiment, variable: str | None) -> HostRun
     return host_run(exp, json.loads(row["config"]), int(row["seed"]), variable)
 
 
-def reference_table(raw_runs: pd.DataFrame, searches: pd.DataFrame, exp: Experiment, variable: str | None):
+def reference_table(
+    raw_runs: pd.DataFrame, searches: pd.DataFrame, exp: Experiment, variable: str | None, better: str
+) -> pd.DataFrame:
     """One row per checked run: run_id, seed, value, the host check's numbers and the engine's metrics."""
     rows = []
-    for row in sampled_runs(raw_runs, searches, exp).to_dict("records"):
+    for row in sampled_runs(raw_runs, searches, exp, better).to_dict("records"):
         check = exp.reference.check(stored_host_run(row, exp, variable))
         engine = {f"engine_{k}": v for k, v in parse_metrics(row["final_metrics"]).items() if k in check}
         searched = {variable: json.loads(row["config"])[variable]} if variable else {}
@@ -64,27 +78,37 @@ def reference_table(raw_runs: pd.DataFrame, searches: pd.DataFrame, exp: Experim
     return pd.DataFrame(rows)
 
 
-def reference_section(out_dir: Path, report_spec: ReportSpec, raw_runs, searches, exp: Experiment) -> str:
-    """Write references.csv and return the markdown section ('' when not asked for or not possible)."""
+def reference_section(
+    out_dir: Path,
+    report_spec: ReportSpec,
+    raw_runs: pd.DataFrame,
+    searches: pd.DataFrame,
+    exp: Experiment,
+    better: str,
+    written: list[Path],
+) -> str:
+    """Write references.csv (and the experiment's picture of the first instance) into `out_dir`,
+    appended to `written`; return the markdown section ('' when not asked for or not possible)."""
     if not report_spec.references or exp.reference is None or raw_runs.empty:
         return ""
     variable = searches["variable"].iloc[0] if not searches.empty else None
-    table = reference_table(raw_runs, searches, exp, variable)
+    table = reference_table(raw_runs, searches, exp, variable, better)
     if table.empty:
         return ""
-    table.to_csv(Path(out_dir) / REFERENCES_CSV, index=False)
+    written.append(write_csv(table, Path(out_dir) / REFERENCES_CSV))
     agreement = []
     for name in [c for c in table.columns if f"engine_{c}" in table.columns]:
         ref, eng = table[name].astype(float), table[f"engine_{name}"].astype(float)
         if ref.isna().all():  # the host has no value (e.g. no W^mm for an instance that is not separable)
-            agreement.append([name, "no host value", "–"])
+            agreement.append([name, "no host value", DASH])
         elif set(ref.dropna().unique()) <= {0.0, 1.0}:
-            agreement.append([name, f"{int((ref == eng).sum())}/{int(ref.notna().sum())} agree", "–"])
+            agreement.append([name, f"{int((ref == eng).sum())}/{int(ref.notna().sum())} agree", DASH])
         else:
             rel = ((eng - ref).abs() / ref.abs().clip(lower=1e-30)).dropna()
-            agreement.append([name, f"{len(rel)} compared", f"{rel.max():.2e}" if len(rel) else "–"])
+            agreement.append([name, f"{len(rel)} compared", number(rel.max()) if len(rel) else DASH])
     shown = [c for c in table.columns if c != "run_id"]
     figure = instance_figure(out_dir, raw_runs, table.iloc[0]["run_id"], exp, variable)
+    written += [figure] if figure else []
     return "\n".join(
         [
             "## Reference checks (host, float64)",

@@ -1,4 +1,5 @@
-"""The capacity plot: capacity against x, log-log, one curve per group, fit and paper guide lines."""
+"""capacity.png: capacity against x, log-log, one curve per group (the mean over the answered searches,
+shaded between their min and max, each search a dot), the fitted law and the paper's guide line."""
 
 from __future__ import annotations
 
@@ -11,15 +12,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from jaxmem.report.capacity.fit import apply_fit  # noqa: E402
+from jaxmem.report.capacity.points import point_table  # noqa: E402
+from jaxmem.report.capacity.searches import group_columns, usable_mask, x_column  # noqa: E402
+from jaxmem.report.text import group_labels, number  # noqa: E402
 from jaxmem.spec.expr import evaluate  # noqa: E402
-from jaxmem.report.analysis import (  # noqa: E402
-    apply_fit,
-    group_columns,
-    group_labels,
-    point_table,
-    usable_mask,
-    x_column,
-)
 from jaxmem.spec.report_tables import ReportSpec  # noqa: E402
 
 GRID_POINTS = 100
@@ -47,7 +44,7 @@ def plot_capacity(path: Path, report_spec: ReportSpec, searches: pd.DataFrame, s
     variable = summary["variable"]
     rows = searches[usable_mask(searches, x)]
     table = point_table(searches, x)
-    table = table[table["n_seeds"] > 0].sort_values(x)
+    table = table[table["n_seeds"] > 0].sort_values([x, "point"], kind="stable")
     table_labels, row_labels = group_labels(table, group_by), group_labels(rows, group_by)
 
     fig, ax = plt.subplots(figsize=(7, 5))
@@ -63,7 +60,7 @@ def plot_capacity(path: Path, report_spec: ReportSpec, searches: pd.DataFrame, s
     lo, hi = rows["capacity"].min(), rows["capacity"].max()
     if np.isfinite(summary["slope"]) and summary["slope"] != 0:
         fx, fy = fit_curve(summary, lo, hi)
-        ax.plot(fx, fy, "--", color="0.35", zorder=3, label=f"fit: slope {summary['slope']:.3f}")
+        ax.plot(fx, fy, "--", color="0.35", zorder=3, label=f"fit: slope {number(summary['slope'], 3)}")
     guide = report_spec.guide
     if guide is not None:
         gx, gy = guide_curve(guide.expr, variable, lo, hi)

@@ -1,8 +1,9 @@
-"""The report files of a trajectory sweep: trajectories.csv, trajectory.png, stages.csv, escape.png and
-the report.md sections, driven by `[report.trajectory]` (keys in jaxmem.spec.report_tables).
+"""The report files of a trajectory sweep: trajectories.csv and .parquet, trajectory.png, stages.csv,
+escape.png, rates.csv and the report.md sections, driven by `[report.trajectory]` (keys in
+jaxmem.spec.report_tables).
 
 Nothing is written when the store holds no trajectory (record_trajectory off). Mid-sweep, runs still
-in flight are included with status "running" (see jaxmem.report.trajectory_data).
+in flight are included with status "running" (see jaxmem.report.trajectory.data).
 """
 
 from __future__ import annotations
@@ -12,15 +13,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from jaxmem.report.files import write_csv, write_table
+from jaxmem.report.text import group_labels
+from jaxmem.report.trajectory.data import Trajectories, common_names, load_trajectories, varying
+from jaxmem.report.trajectory.escape import escape_fits, slope_ratios
+from jaxmem.report.trajectory.escape_plot import plot_escape
+from jaxmem.report.trajectory.markdown import (
+    crossings_section,
+    escape_section,
+    overview_section,
+    plateaus_section,
+    rates_section,
+)
+from jaxmem.report.trajectory.plot import Level, plot_trajectories
+from jaxmem.report.trajectory.rates import RATES_CSV, rate_tables
+from jaxmem.report.trajectory.stages import crossing_column, stage_table
 from jaxmem.spec.expr import ExpressionError, evaluate
-from jaxmem.report.analysis import group_labels
-from jaxmem.report.escape import escape_fits, slope_ratios
-from jaxmem.report.escape_plot import plot_escape
-from jaxmem.report.rates import RATES_CSV, rate_tables, rates_section
-from jaxmem.report.stages import crossing_column, stage_table
-from jaxmem.report.trajectory_data import Trajectories, common_names, load_trajectories, varying
-from jaxmem.report.trajectory_markdown import crossings_section, escape_section, overview_section, plateaus_section
-from jaxmem.report.trajectory_plot import Level, plot_trajectories
 from jaxmem.spec.report_tables import ReportSpec, TrajectorySpec
 
 STAGES_CSV = "stages.csv"
@@ -37,7 +45,7 @@ def write_trajectory_report(
     """Write the trajectory files into `out_dir` (appended to `written`); return report.md sections.
 
     `raw`: the store's trajectories table (run_id, step, metrics JSON); `runs`: the expanded runs
-    table; `planned`: the plan of runs in flight (jaxmem.report.trajectory_data.planned_runs) or None.
+    table; `planned`: the plan of runs in flight (jaxmem.report.trajectory.data.planned_runs) or None.
     """
     if raw is None or raw.empty:
         return []
@@ -53,9 +61,7 @@ def write_trajectory_report(
     )
     check_fields(spec, traj, group_by + color_by)
 
-    csv_path = out_dir / "trajectories.csv"
-    traj.frame.to_csv(csv_path, index=False)
-    written.append(csv_path)
+    written += write_table(traj.frame, out_dir, "trajectories")
 
     labelled = label_runs(traj.runs, group_by, color_by)
     frame = labelled[["run_id", "panel", "series"]].merge(traj.frame, on="run_id")  # sorted like labelled
@@ -65,9 +71,7 @@ def write_trajectory_report(
     stages = stage_table(traj, spec) if measured else pd.DataFrame()
     if measured:
         stages = labelled[["run_id", "panel", "series"]].merge(stages, on="run_id", how="left")  # in plot order
-        stages_path = out_dir / STAGES_CSV
-        stages.to_csv(stages_path, index=False)
-        written.append(stages_path)
+        written.append(write_csv(stages, out_dir / STAGES_CSV))
 
     title = spec.title or report_spec.title or "Trajectories"
     labels = {
@@ -112,9 +116,7 @@ def write_trajectory_report(
         sections.append(escape_section(fits, slope_ratios(fits), spec, escape_name))
     if spec.rates or spec.trends:
         rates, trends = rate_tables(frame, labelled, spec)
-        rates_path = out_dir / RATES_CSV
-        pd.concat([rates, trends], ignore_index=True).to_csv(rates_path, index=False)
-        written.append(rates_path)
+        written.append(write_csv(pd.concat([rates, trends], ignore_index=True), out_dir / RATES_CSV))
         sections.append(rates_section(rates, trends, spec))
     return [s for s in sections if s]
 
@@ -139,8 +141,9 @@ def check_fields(spec: TrajectorySpec, traj: Trajectories, fields: list[str]) ->
 
 
 def label_runs(runs: pd.DataFrame, group_by: list[str], color_by: list[str]) -> pd.DataFrame:
-    """The runs sorted by their group_by and color_by values and seed, with `panel` and `series` labels."""
-    keys = list(dict.fromkeys(group_by + color_by + ["seed"]))
+    """The runs sorted by their group_by and color_by values, seed and run_id, with `panel` and `series`
+    labels."""
+    keys = list(dict.fromkeys(group_by + color_by + ["seed", "run_id"]))
     ordered = runs.sort_values(keys, kind="stable")
     ordered = ordered.reset_index(drop=True)
     return ordered.assign(panel=group_labels(ordered, group_by), series=group_labels(ordered, color_by))

@@ -13,7 +13,8 @@ from matplotlib import patheffects  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from jaxmem.report.analysis import format_number  # noqa: E402
+from jaxmem.report.success import comparison  # noqa: E402
+from jaxmem.report.text import number  # noqa: E402
 from jaxmem.spec.report_tables import HeatmapSpec  # noqa: E402
 
 ANNOTATE_MAX = 20
@@ -73,12 +74,11 @@ def plot_heatmap(
             for i, x in enumerate(xs):
                 if np.isfinite(grid[j, i]):
                     light = (grid[j, i] - lo) < 0.5 * (hi - lo) if hi > lo else True
-                    text = f"{grid[j, i]:.2f}"
-                    ax.text(x, y, text, ha="center", va="center", fontsize=7, color="white" if light else "black")
+                    color = "white" if light else "black"
+                    ax.text(x, y, number(grid[j, i], 2), ha="center", va="center", fontsize=7, color=color)
     found = any(r["y"] is not None for r in boundary)
     if found:
         bx, by = boundary_path(boundary, xs, ys)
-        sign = "≥" if spec.better == "max" else "≤"
         ax.plot(
             bx,
             by,
@@ -86,7 +86,7 @@ def plot_heatmap(
             color="white",
             lw=2,
             path_effects=[patheffects.withStroke(linewidth=3.5, foreground="black")],
-            label=f"measured: {label} {sign} {format_number(spec.threshold)} above",
+            label=f"measured: {label} {comparison(spec.better, spec.threshold)} above",
         )
     for line in spec.lines:
         ax.plot(line.x, line.y, line.style, color=line.color, lw=2, label=line.label)

@@ -1,6 +1,6 @@
 """Where a heatmap's metric reaches its threshold: the floor in x and the success boundary y(x).
 
-Works on the (x, y) cells of jaxmem.report.heatmap.heatmap_cells (a `reaches` column per cell).
+Works on the (x, y) cells of jaxmem.report.grid.cells.heatmap_cells (a `reaches` column per cell).
 
 - Floor: the smallest x whose cell at the largest y reaches the threshold; below it, a clean floor
   has no cell reaching at any y.

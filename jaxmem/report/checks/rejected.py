@@ -8,8 +8,8 @@ import json
 import pandas as pd
 
 from jaxmem.experiments.interface import Experiment
-from jaxmem.report.final_metrics import parse_metrics
-from jaxmem.report.markdown import markdown_table
+from jaxmem.report.runs import parse_metrics
+from jaxmem.report.text import markdown_table
 
 
 def rejected_runs(raw_runs: pd.DataFrame, exp: Experiment, trains: bool) -> list[dict]:

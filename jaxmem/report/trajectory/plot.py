@@ -15,6 +15,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
+from jaxmem.report.text import number  # noqa: E402
 from jaxmem.spec.report_tables import TrajectorySpec  # noqa: E402
 
 STYLES = ("-", "--", ":", "-.")
@@ -114,7 +115,7 @@ def plot_trajectories(
             ax.text(
                 0.995,
                 level.y,
-                f"{level.label} = {level.y:.4g}",
+                f"{level.label} = {number(level.y)}",
                 transform=ax.get_yaxis_transform(),
                 ha="right",
                 va="top",

@@ -1,6 +1,9 @@
-"""Numbers behind a capacity report: per-point tables, power-law fits, collapse, bits per parameter.
+"""The numbers behind a capacity report: power-law fits of capacity against x, per-seed slopes, how
+groups collapse onto one law, bits per parameter.
 
-All functions are pure. Log-space quantities use the natural log.
+The fits use, per grid point, the mean over the searches answered inside their range (censored searches
+are counted by the capacity table's quantiles, not by these means). All functions are pure. Log-space
+quantities use the natural log.
 """
 
 from __future__ import annotations
@@ -10,98 +13,11 @@ import math
 import numpy as np
 import pandas as pd
 
+from jaxmem.report.capacity.points import point_table
+from jaxmem.report.capacity.searches import censored_side, group_columns, search_variable, usable_mask, x_column
+from jaxmem.report.text import group_labels
 from jaxmem.spec.expr import evaluate
-from jaxmem.persistence.store import SEARCH_COLUMNS
 from jaxmem.spec.report_tables import ReportSpec
-
-# Every column of the searches table except the grid point's own fields (spread from `config`).
-FIXED_COLUMNS = tuple(c for c in SEARCH_COLUMNS if c != "config")
-
-
-def config_columns(searches: pd.DataFrame) -> list[str]:
-    """The columns of `searches` that describe the grid point (everything not fixed)."""
-    return [c for c in searches.columns if c not in FIXED_COLUMNS]
-
-
-def search_variable(searches: pd.DataFrame) -> str:
-    """The single searched variable name (e.g. "N")."""
-    names = searches["variable"].dropna().unique()
-    if len(names) != 1:
-        raise ValueError(f"expected one searched variable, found {sorted(map(str, names))}")
-    return str(names[0])
-
-
-def x_column(report_spec: ReportSpec, searches: pd.DataFrame) -> str:
-    """The x-axis column named by the report spec (default "params"), checked to exist."""
-    x = report_spec.x
-    if x not in searches.columns:
-        raise ValueError(f"report x column {x!r} is not in the searches (columns: {list(searches.columns)})")
-    return x
-
-
-def group_columns(report_spec: ReportSpec, searches: pd.DataFrame) -> list[str]:
-    """The report's group_by columns, checked to exist."""
-    group_by = list(report_spec.group_by)
-    missing = [c for c in group_by if c not in searches.columns]
-    if missing:
-        raise ValueError(
-            f"report group_by columns {missing} are not in the searches (columns: {list(searches.columns)})"
-        )
-    return group_by
-
-
-def usable_mask(searches: pd.DataFrame, x: str) -> pd.Series:
-    """Rows whose capacity can enter a fit: finite positive capacity and x, not censored."""
-    censored = searches["censored"].fillna("").astype(str).str.strip() != ""
-    capacity = pd.to_numeric(searches["capacity"], errors="coerce")
-    xs = pd.to_numeric(searches[x], errors="coerce")
-    return (capacity > 0) & np.isfinite(capacity) & (xs > 0) & np.isfinite(xs) & ~censored
-
-
-def format_number(value) -> str:
-    """Text for a table cell or label: integers plainly, floats ≥ 1000 rounded, others to 4 significant digits."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if isinstance(value, (bool, np.bool_)):
-        return str(bool(value))
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    if isinstance(value, (float, np.floating)):
-        if 1000 <= abs(value) < 1e9:
-            return f"{value:.0f}"
-        return str(int(value)) if float(value).is_integer() else f"{value:.4g}"
-    return str(value)
-
-
-def group_labels(frame: pd.DataFrame, group_by: list[str]) -> pd.Series:
-    """One label per row, e.g. "m_over_d=2, model=mlp"; "all" without grouping."""
-    if not group_by:
-        return pd.Series("all", index=frame.index)
-    labels = [
-        ", ".join(f"{c}={format_number(v)}" for c, v in zip(group_by, values))
-        for values in frame[group_by].itertuples(index=False)
-    ]
-    return pd.Series(labels, index=frame.index, dtype=object)
-
-
-def point_table(searches: pd.DataFrame, x: str = "params") -> pd.DataFrame:
-    """One row per grid point: config, params, capacity mean/std/min/max over usable seeds, bits/param."""
-    keep = list(dict.fromkeys(config_columns(searches) + ["params", x]))
-    ok = searches[usable_mask(searches, x)].assign(bits_per_param=lambda f: f["bits"] / f["params"])
-    grouped = ok.groupby("point", sort=False)
-    table = (
-        searches.groupby("point", sort=False)[keep]
-        .first()
-        .join(
-            grouped["capacity"].agg(
-                capacity_mean="mean", capacity_std="std", capacity_min="min", capacity_max="max", n_seeds="count"
-            )
-        )
-        .join(grouped["bits_per_param"].mean().rename("bits_per_param_mean"))
-    )
-    table["n_seeds"] = table["n_seeds"].fillna(0).astype(int)
-    table["n_excluded"] = searches.groupby("point", sort=False).size() - table["n_seeds"]
-    return table.reset_index()
 
 
 def apply_fit(expression: str | None, variable: str, values) -> np.ndarray:
@@ -131,7 +47,7 @@ def log_residuals(x, y, slope: float, intercept: float) -> np.ndarray:
     return np.log(np.asarray(y, dtype=float)) - (intercept + slope * np.log(np.asarray(x, dtype=float)))
 
 
-def mean_std(values) -> tuple[float, float, int]:
+def moments(values) -> tuple[float, float, int]:
     """(mean, sample std, count) of the finite values; nan where undefined."""
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v)]
@@ -181,7 +97,9 @@ def collapse_stats(x, y, labels, slope: float, intercept: float) -> dict:
 
 
 def summarise(report_spec: ReportSpec, searches: pd.DataFrame) -> dict:
-    """The report's numbers: pooled slope, per-seed slope spread, acceptance, collapse, bits per parameter."""
+    """The report's numbers: pooled slope, per-seed slope spread, acceptance, collapse, bits per parameter,
+    and what the fit left out: `excluded` searches (censored_above and censored_below among them) and
+    `excluded_points` without an answered search."""
     expect = report_spec.expect_slope
     summary = {
         "variable": None,
@@ -191,6 +109,8 @@ def summarise(report_spec: ReportSpec, searches: pd.DataFrame) -> dict:
         "n_points": 0,
         "excluded": 0,
         "excluded_points": 0,
+        "censored_above": 0,
+        "censored_below": 0,
         "slope": math.nan,
         "intercept": math.nan,
         "slope_seed_mean": math.nan,
@@ -218,7 +138,7 @@ def summarise(report_spec: ReportSpec, searches: pd.DataFrame) -> dict:
     fittable = y > 0
     table, y = table[fittable], y[fittable]
     slope, intercept = fit_power_law(table[x], y)
-    seed_mean, seed_std, n_seed_fits = mean_std(seed_slopes(rows, x, expression, variable))
+    seed_mean, seed_std, n_seed_fits = moments(seed_slopes(rows, x, expression, variable))
 
     summary.update(
         variable=variable,
@@ -226,6 +146,8 @@ def summarise(report_spec: ReportSpec, searches: pd.DataFrame) -> dict:
         n_points=len(table),
         excluded=int((~usable).sum()),
         excluded_points=searches["point"].nunique() - len(table),
+        censored_above=int((censored_side(searches) == "above").sum()),
+        censored_below=int((censored_side(searches) == "below").sum()),
         slope=slope,
         intercept=intercept,
         slope_seed_mean=seed_mean,
@@ -238,9 +160,9 @@ def summarise(report_spec: ReportSpec, searches: pd.DataFrame) -> dict:
         summary["collapse"] = collapse_stats(table[x], y, group_labels(table, group_by), slope, intercept)
 
     bpp = rows["bits"] / rows["params"]
-    summary["bits_per_param_mean"], summary["bits_per_param_std"], _ = mean_std(bpp)
+    summary["bits_per_param_mean"], summary["bits_per_param_std"], _ = moments(bpp)
     summary["bits_per_param_by_group"] = {
-        str(label): dict(zip(("mean", "std", "n"), mean_std(values)))
+        str(label): dict(zip(("mean", "std", "n"), moments(values)))
         for label, values in bpp.groupby(group_labels(rows, group_by), sort=False)
     }
     return summary

@@ -14,8 +14,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from jaxmem.report.analysis import group_labels  # noqa: E402
-from jaxmem.report.stages import crossing_column  # noqa: E402
+from jaxmem.report.text import group_labels, number  # noqa: E402
+from jaxmem.report.trajectory.stages import crossing_column  # noqa: E402
 from jaxmem.spec.report_tables import TrajectorySpec  # noqa: E402
 
 MAX_COLUMNS = 3
@@ -45,12 +45,12 @@ def plot_escape(path: Path, stages: pd.DataFrame, fits: pd.DataFrame, spec: Traj
             line = np.linspace(gx.min(), gx.max(), 2)
             if len(fit) and np.isfinite(fit["slope"].iloc[0]):
                 slope, intercept, se = (float(fit[c].iloc[0]) for c in ("slope", "intercept", "slope_se"))
-                error = f" ± {se:.2g}" if np.isfinite(se) else ""
-                ax.plot(line, intercept + slope * line, "-", color=color, label=f"{prefix}fit {slope:.4g}{error}")
+                error = f" ± {number(se)}" if np.isfinite(se) else ""
+                ax.plot(line, intercept + slope * line, "-", color=color, label=f"{prefix}fit {number(slope)}{error}")
             if len(fit) and np.isfinite(fit["predicted"].iloc[0]):
                 predicted = float(fit["predicted"].iloc[0])
                 centre = gy.mean() + predicted * (line - gx.mean())
-                ax.plot(line, centre, "--", color=color, alpha=0.7, label=f"{prefix}predicted {predicted:.4g}")
+                ax.plot(line, centre, "--", color=color, alpha=0.7, label=f"{prefix}predicted {number(predicted)}")
         ax.set_xlabel(escape.x_label)
         ax.set_ylabel(f"{crossing.label} [{escape.y}]")
         ax.set_title(crossing.label, fontsize="medium")

@@ -18,11 +18,9 @@ import math
 import numpy as np
 import pandas as pd
 
+from jaxmem.report.trajectory.data import names_of
+from jaxmem.report.trajectory.escape import fit_line
 from jaxmem.spec.expr import ExpressionError, evaluate
-from jaxmem.report.escape import fit_line
-from jaxmem.report.markdown import markdown_table
-from jaxmem.report.trajectory_data import names_of
-from jaxmem.report.trajectory_markdown import key_of, spread
 from jaxmem.spec.report_tables import Rate, TrajectorySpec, Trend
 
 RATES_CSV = "rates.csv"
@@ -87,52 +85,3 @@ def rate_tables(frame: pd.DataFrame, runs: pd.DataFrame, spec: TrajectorySpec):
         rate_rows += [{**label, **run_rate(evaluations, r, names)} for r in spec.rates]
         trend_rows += [{**label, **run_trend(evaluations, t)} for t in spec.trends]
     return pd.DataFrame(rate_rows), pd.DataFrame(trend_rows)
-
-
-def rates_section(rates: pd.DataFrame, trends: pd.DataFrame, spec: TrajectorySpec) -> str:
-    """Mean ± std of the fitted rates against their predictions, and the trends, per panel and series."""
-    lines = []
-    if not rates.empty:
-        rows = []
-        for (label, panel, series), group in rates.groupby(["rate", "panel", "series"], sort=False):
-            within = group["within"].dropna()
-            verdict = f"{int(within.sum())}/{len(within)}" if len(within) else "–"
-            steps = f"{spread(group['from_step'])} – {spread(group['to_step'])}"
-            row = [label, key_of(panel, series), len(group), steps, spread(group["slope"]), spread(group["predicted"])]
-            rows.append(row + [spread(group["ratio"]), verdict])
-        tolerance = ", ".join(f"{r.label}: {r.tolerance:.0%}" for r in spec.rates)
-        lines += [
-            "### Asymptotic rates",
-            "",
-            "Per run, the least-squares slope over the evaluations of the last decades of steps (against ln step; "
-            f"of ln metric for power laws); predicted from the run's config and final metrics. Within ({tolerance}) "
-            f"counts the runs whose |slope / predicted − 1| is inside the tolerance. Per run: `{RATES_CSV}`.",
-            "",
-            markdown_table(
-                ["rate", "runs of", "runs", "steps", "slope", "predicted", "slope / predicted", "within"], rows
-            ),
-        ]
-    if not trends.empty:
-        rows = []
-        for (label, panel, series), group in trends.groupby(["trend", "panel", "series"], sort=False):
-            monotone = int((group["against"] == 0).sum())
-            rows.append(
-                [
-                    label,
-                    key_of(panel, series),
-                    f"{monotone}/{len(group)}",
-                    int(group["against"].sum()),
-                    spread(group["first"]) + " → " + spread(group["last"]),
-                ]
-            )
-        directions = "; ".join(f"{t.label}: {t.direction} (tol {t.tol:g})" for t in spec.trends)
-        lines += [
-            "",
-            "### Trends",
-            "",
-            f"{directions}. A run is monotone when no evaluation moves against the direction by more than "
-            "tol × |value|.",
-            "",
-            markdown_table(["trend", "runs of", "monotone runs", "moves against", "first → last"], rows),
-        ]
-    return "\n".join(lines).strip()

@@ -17,8 +17,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from jaxmem.report.trajectory.data import Trajectories, names_of
 from jaxmem.spec.expr import ExpressionError, evaluate, names_in
-from jaxmem.report.trajectory_data import Trajectories, names_of
 from jaxmem.spec.report_tables import TrajectorySpec
 
 

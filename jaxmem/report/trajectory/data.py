@@ -14,8 +14,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from jaxmem.report.final_metrics import parse_metrics
-from jaxmem.report.heatmap import config_fields
+from jaxmem.plan.runs import make_run
+from jaxmem.report.runs import config_fields, parse_metrics
+from jaxmem.spec.sweep import SweepSpec
 
 RUN_KEYS = ("run_id", "status", "point", "seed", "lr")
 
@@ -31,16 +32,10 @@ class Trajectories:
     metrics: list[str]
 
 
-def planned_runs(resolved: dict) -> pd.DataFrame:
-    """Run ids and configs of a grid sweep's plan (search sweeps, and specs that no longer parse: empty)."""
-    from jaxmem.plan.runs import make_run
-    from jaxmem.spec.sweep import SpecError, parse
-
-    try:
-        spec = parse(resolved, name="report", preset="")
-    except (SpecError, ValueError, KeyError, TypeError):
-        return pd.DataFrame()
-    if spec.search is not None:
+def planned_runs(spec: SweepSpec | None) -> pd.DataFrame:
+    """Run ids and configs of a grid sweep's plan (search sweeps, and a stored spec that no longer
+    parses, None: empty)."""
+    if spec is None or spec.search is not None:
         return pd.DataFrame()
     rows = []
     for point in spec.points:

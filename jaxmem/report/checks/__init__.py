@@ -1,0 +1,1 @@
+"""Checks of the sampled instances: host reference re-solves and rejected instances."""

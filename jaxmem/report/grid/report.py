@@ -1,0 +1,50 @@
+"""The report files of a grid sweep: with a `[report.heatmap]` table heatmap.csv, heatmap.png, the floor
+and the boundary; always one row of metrics per grid point in report.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from jaxmem.report.files import write_csv
+from jaxmem.report.grid.cells import heatmap_cells, point_cells
+from jaxmem.report.grid.markdown import heatmap_section, points_section
+from jaxmem.report.grid.plot import plot_heatmap
+from jaxmem.report.grid.tradeoff import analyse
+from jaxmem.report.success import better, metric_label
+from jaxmem.spec.report_tables import ReportSpec
+from jaxmem.spec.sweep import SuccessRule
+
+
+def is_grid_sweep(runs: pd.DataFrame) -> bool:
+    """Runs of a plain grid: none probes a searched value (a search sweep before its first search
+    finishes has runs but no searches, and is not one)."""
+    return not runs.empty and ("value" not in runs or bool(runs["value"].isna().all()))
+
+
+def write_grid_report(
+    out_dir: Path,
+    report_spec: ReportSpec,
+    runs: pd.DataFrame,
+    rule: SuccessRule | None,
+    train_metric: str | None,
+    written: list[Path],
+) -> list[str]:
+    """Write the heatmap files into `out_dir` (appended to `written`); return the report.md sections."""
+    spec = report_spec.heatmap
+    points = point_cells(runs, spec, better(rule))
+    sections = []
+    if spec is not None:
+        cells = heatmap_cells(points, spec)
+        written.append(write_csv(cells, Path(out_dir) / "heatmap.csv"))
+        analysis = analyse(cells)
+        label = metric_label(spec.metric, rule, train_metric)
+        plot_name = None
+        if cells[spec.metric].notna().any():
+            title = report_spec.title or "Heatmap"
+            written.append(plot_heatmap(Path(out_dir) / "heatmap.png", spec, cells, analysis["boundary"], title, label))
+            plot_name = "heatmap.png"
+        sections.append(heatmap_section(spec, cells, analysis, label, plot_name))
+    sections.append(points_section(points, spec, rule, train_metric))
+    return sections

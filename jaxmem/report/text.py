@@ -1,0 +1,82 @@
+"""How the report writes numbers and tables: one number formatter (`number`) behind every cell, label,
+duration, spread and percentage of report.md and the plots."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+DASH = "–"  # a value that is missing or undefined
+
+
+def number(value, decimals: int | None = None) -> str:
+    """A value as the report writes it: "–" for None and NaN, booleans and integers plainly, other
+    values as str. A float with `decimals` gets that many decimals when it keeps two significant digits
+    and is below 1000 (0.4381 → "0.438" with 3); otherwise floats from 1000 to 1e9 are rounded, whole
+    floats written as integers, and the rest to 4 significant digits (1e-05, 0.04381, 3.466)."""
+    if value is None or (isinstance(value, (float, np.floating)) and math.isnan(value)):
+        return DASH
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if not isinstance(value, (float, np.floating)):
+        return str(value)
+    value = float(value)
+    if decimals is not None and (value == 0 or 10 ** (1 - decimals) <= abs(value) < 1000):
+        return f"{value:.{decimals}f}"
+    if 1000 <= abs(value) < 1e9:
+        return f"{value:.0f}"
+    return str(int(value)) if value.is_integer() else f"{value:.4g}"
+
+
+def percent(fraction: float) -> str:
+    """0.1 → "10%"."""
+    return number(100 * fraction) + "%"
+
+
+def duration(seconds: float) -> str:
+    """Seconds as e.g. "754.2 s (12.6 min)"."""
+    text = f"{number(seconds, 1)} s"
+    if seconds >= 3600:
+        return f"{text} ({number(seconds / 3600, 2)} h)"
+    if seconds >= 60:
+        return f"{text} ({number(seconds / 60, 1)} min)"
+    return text
+
+
+def mean_std(mean: float, std: float, decimals: int | None = None) -> str:
+    """ "mean ± std", the std left out when it is undefined or 0; "–" without a mean."""
+    if not np.isfinite(mean):
+        return DASH
+    text = number(mean, decimals)
+    return text + (f" ± {number(std, decimals)}" if np.isfinite(std) and std > 0 else "")
+
+
+def spread(values, decimals: int | None = None) -> str:
+    """mean_std of the finite values (sample std); "–" when there are none."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return DASH
+    return mean_std(float(v.mean()), float(v.std(ddof=1)) if v.size >= 2 else math.nan, decimals)
+
+
+def markdown_table(headers: list[str], rows: list[list]) -> str:
+    """A GitHub-flavoured markdown table; cells go through `number`."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(number(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def group_labels(frame: pd.DataFrame, group_by: list[str]) -> pd.Series:
+    """One label per row, e.g. "m_over_d=2, model=mlp"; "all" without grouping."""
+    if not group_by:
+        return pd.Series("all", index=frame.index)
+    labels = [
+        ", ".join(f"{c}={number(v)}" for c, v in zip(group_by, values))
+        for values in frame[group_by].itertuples(index=False)
+    ]
+    return pd.Series(labels, index=frame.index, dtype=object)
