@@ -13,7 +13,8 @@ from jaxmem.engine import device_memory
 from jaxmem.cli.views import dry_run
 from jaxmem.engine.executor import BucketRunner, compile_program
 from jaxmem.experiments.registry import get as get_experiment
-from jaxmem.plan.buckets import bucket_of, make_run, padder
+from jaxmem.plan.runs import make_run
+from jaxmem.plan.buckets import bucket_of, padder
 from jaxmem.engine.program import Settings
 from jaxmem.spec.sweep import load
 

@@ -78,6 +78,13 @@ def reference_table(
     return pd.DataFrame(rows)
 
 
+def verdicts(ref: pd.Series, eng: pd.Series) -> str:
+    """'a/b agree' over the instances the host decided, and how many it left unverified (no verdict: NaN)."""
+    unverified = int(ref.isna().sum())
+    text = f"{int((ref == eng).sum())}/{int(ref.notna().sum())} agree"
+    return text + (f", {unverified} unverified (the host reached no verdict)" if unverified else "")
+
+
 def reference_section(
     out_dir: Path,
     report_spec: ReportSpec,
@@ -102,7 +109,7 @@ def reference_section(
         if ref.isna().all():  # the host has no value (e.g. no W^mm for an instance that is not separable)
             agreement.append([name, "no host value", DASH])
         elif set(ref.dropna().unique()) <= {0.0, 1.0}:
-            agreement.append([name, f"{int((ref == eng).sum())}/{int(ref.notna().sum())} agree", DASH])
+            agreement.append([name, verdicts(ref, eng), DASH])
         else:
             rel = ((eng - ref).abs() / ref.abs().clip(lower=1e-30)).dropna()
             agreement.append([name, f"{len(rel)} compared", number(rel.max()) if len(rel) else DASH])
