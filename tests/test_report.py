@@ -318,3 +318,14 @@ def test_report_md_is_replaced_at_once(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         write_text(path, "new\n")
     assert path.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["report.md"]
+
+
+def test_reference_verdicts_count_unverified_instances_apart():
+    import pandas as pd
+
+    from jaxmem.report.checks.references import verdicts
+
+    host = pd.Series([1.0, 0.0, float("nan"), 1.0, float("nan")])
+    engine = pd.Series([1.0, 0.0, 1.0, 0.0, 0.0])
+    assert verdicts(host, engine) == "2/3 agree, 2 unverified (the host reached no verdict)"
+    assert verdicts(host.fillna(1.0), engine) == "3/5 agree"
