@@ -39,7 +39,7 @@ sys.path.insert(0, str(HERE))
 import baselines as B  # noqa: E402
 from common import cold_compiles, cpu_busy, host_memory, log, machine, run_engine  # noqa: E402
 
-from jaxmem.experiments.nichani24 import facts  # noqa: E402
+from jaxmem.experiments.nichani24 import facts as task  # noqa: E402
 from jaxmem.experiments.nichani24 import factual_recall as fr  # noqa: E402
 from jaxmem.experiments.registry import get as get_experiment  # noqa: E402
 from jaxmem.driver.sweep import settings_of  # noqa: E402
@@ -111,13 +111,13 @@ def make_loop_functions(exp, shape: dict):
 
     def pool_chunk(key, ts, facts, dyn):  # the batches of steps `ts`, from the engine's per-step keys
         def one(t):
-            tokens, s, r = facts.sample(batch_key(key, t), shape["batch"], shape, dyn)
+            tokens, s, r = task.sample(batch_key(key, t), shape["batch"], shape, dyn)
             return tokens, facts[s, r]
 
         return jax.vmap(one)(ts)
 
     def pool_loss(params, problem, dyn, tokens, answers):  # factual_recall.loss on a given batch
-        return jnp.mean(facts.nll(fr.forward(params, problem, shape, dyn, tokens), answers))
+        return jnp.mean(task.nll(fr.forward(params, problem, shape, dyn, tokens), answers))
 
     def step(params, opt_state, problem, dyn, tokens, answers):
         grads = jax.grad(pool_loss)(params, problem, dyn, tokens, answers)

@@ -79,7 +79,7 @@ def host_instance(problem) -> ref.Instance:
 
 
 def test_engine_references_match_the_float64_solvers():
-    """W* (lstsq), P_F and W^mm (clarabel QP) of a padded float32 instance, against ntp_reference."""
+    """W* (lstsq), P_F and W^mm (clarabel QP) of a padded float32 instance, against reference.py."""
     shape, dyn, params, problem = one({**SMALL, "m": 10, "d": 20}, BIG, seed=3)
     inst = host_instance(problem)
     W_star, residual = ref.w_star(inst)

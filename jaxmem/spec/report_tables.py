@@ -14,17 +14,18 @@ is every expression: it must parse, and use only the names the report will bind 
     group_by    config fields: one capacity curve per distinct combination
     expect_slope  [lo, hi]: the fitted slope passes when it lies inside
     collapse    true: how well the groups collapse onto the common law
-    references  true: sampled instances re-solved on the host (jaxmem.report.references)
+    references  true: sampled instances re-solved on the host (jaxmem.report.checks.references)
     heatmap, trajectory   the tables below
 
 [report.heatmap] (grid sweeps; all but x and y optional):
 
-    x, y        expressions over config fields (jaxmem.expr), e.g. x = "d*d_h*H", y = "d*m"
+    x, y        expressions over config fields (jaxmem.spec.expr), e.g. x = "d*d_h*H", y = "d*m"
     x_label, y_label   axis names in the plot and report.md (default: the expressions)
     metric      the run column shown (default "max_metric", the best value of the train metric;
                 any runs.csv column works, e.g. "final_exact_accuracy")
-    better      "max" (default) or "min": how the best learning rate is chosen and the threshold read
-    threshold   the value counted as success (default: [train] early_stop, else 0.99)
+    better      "max" or "min": how the best learning rate is chosen and the threshold read (default: the
+                [success] rule's direction when the metric is the judged one, else "max")
+    threshold   the value counted as success (default: the [success] rule's threshold, else 0.99)
     vmin, vmax  colour range (default: the data's range)
     annotate    write each cell's value in the plot (default: when the grid has at most 20 x 20 cells)
     lines       overlay lines, a list of tables {x, y, label, color, style}: one of x, y is a range
@@ -57,7 +58,7 @@ section, with or without this table; the table chooses what they show and adds s
     seeds       "lines" (default): every run is a thin line; "band": the mean over the runs of a colour
                 at each evaluated step, shaded between their min and max
     references  horizontal lines, [{y = "log(32)", label = "ln |A|", color = "0.3", style = "--"}]; y is
-                an expression (jaxmem.expr: log, sqrt, ...) over the config fields constant within the
+                an expression (jaxmem.spec.expr: log, sqrt, ...) over the config fields constant within the
                 panel, and lr
     stages      shaded x ranges in x units, [{from = 0, to = 1800, label = "Stage 1: Init", color}]
     crossings   [{metric = "relation_loss", below = "log(4)/2", label = "relation learned"}, ...] (or
@@ -100,7 +101,7 @@ Example, Fig 5 of Nichani et al. (2024) with an α sweep:
     x_label = "ln(1/α)"
     predicted = {"relation learned" = "1/(lr*0.07655)", "subject learned" = "1/(lr*0.02923)"}
 
-Rules (jaxmem.report.stages, jaxmem.report.escape):
+Rules (jaxmem.report.trajectory.stages, jaxmem.report.trajectory.escape):
 
 - Crossing: the first evaluation at which the metric is ≤ the level (≥ for `above`); its step is
   interpolated linearly between that evaluation and the one before it (whose value was on the other

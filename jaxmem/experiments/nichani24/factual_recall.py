@@ -17,7 +17,7 @@ counted 4Hdd_h + 2md like the paper (the bias is not counted). Trained by Adam, 
 rate (the default optimizer; authors: optax.adamw with weight_decay = 0), embeddings frozen.
 
 Padding: S, R, D, |N|, d, H, d_h and m are padded; token ids, answer ids and every random draw use the
-TRUE sizes from `dyn` with shape-stable draws (`jaxmem.random`), padded heads / hidden units / dimensions
+TRUE sizes from `dyn` with shape-stable draws (`jaxmem.experiments.draws`), padded heads / hidden units / dimensions
 start at 0 and get zero gradient, padded answers get logit −inf, so a padded run equals the unpadded one.
 """
 

@@ -29,7 +29,7 @@ other ≤ 7/5 (the proof prints "≥ 7/5", a typo: spec §10 item 19).
 Sizes: give the group size M (then H = ⌈S/M⌉ + ⌈R/M⌉), or a head budget H (then M is the smallest
 group size whose heads fit, spare heads stay zero), or both. Parameters are counted 4·H·d·d_h like the
 paper (H the budget when given). S, R, D, |N|, d, d_h and H are padded and masked, with the true ids,
-sizes and shape-stable draws (`jaxmem.random`), so a padded run equals the unpadded one.
+sizes and shape-stable draws (`jaxmem.experiments.draws`), so a padded run equals the unpadded one.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The reference geometry of an NTP instance inside the engine (Thrampoulidis 2024; spec 004 §5.1).
 
 JAX, float32, padded and vmappable: computed once per run at initialisation, so every trajectory can
-be measured against it. The float64 host-side solvers of `ntp_reference` (clarabel QP, HiGHS LP)
+be measured against it. The float64 host-side solvers of `reference.py` (clarabel QP, HiGHS LP)
 are the authority these are checked against, in the tests and in the sweep's report.
 
 Every constraint of the paper is indexed by a cell (j, v) of the m × V grid, with the anchor
