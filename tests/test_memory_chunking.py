@@ -129,3 +129,20 @@ def test_dry_run_prints_chunks_compiles_flops_and_memory(spec):
     assert "FLOPs (at most" in plan and "(estimated: the run state" in plan
     compiled = dry_run(spec, memory_cap=int(2.5 * MiB), compile=True)
     assert compiled.count("(XLA's memory analysis)") == 2
+
+
+def test_a_run_whose_state_alone_is_over_the_budget_is_refused_before_anything_compiles(tmp_path, capsys):
+    """Issue 12 item 6: one run's parameters and Adam state (3 × 512² floats = 3 MiB) over a 1 MiB cap:
+    --dry-run flags the bucket, `jaxmem run` exits 6 with the estimate and compiles nothing."""
+    from jaxmem.cli.main import main
+
+    path = tmp_path / "big.toml"
+    path.write_text(
+        'experiment = "assoc_memory"\n[fixed]\nmodel = "linear"\nd = 512\nN = 16\n[train]\nsteps = 32\neval_every = 32\n'
+    )
+    assert main(["run", str(path), "--dry-run", "--memory-cap", "1MiB"]) == 0
+    assert "OVER THE MEMORY BUDGET, `jaxmem run` refuses it (exit 6)" in capsys.readouterr().out
+    assert main(["run", str(path), "--memory-cap", "1MiB", "--out", str(tmp_path / "out"), "--quiet"]) == 6
+    err = capsys.readouterr().err
+    assert "one run's state (parameters, optimizer state, problem) needs 3." in err and "1.0 MiB" in err
+    assert jaxmem.load_results(tmp_path / "out", "compiles").empty

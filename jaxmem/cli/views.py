@@ -10,7 +10,6 @@ from pathlib import Path
 
 from jaxmem.engine import device_memory
 from jaxmem.driver.distributed import DistributedError
-from jaxmem.engine.executor import abstract_state, nbytes
 from jaxmem.experiments.registry import shipped
 from jaxmem.experiments.interface import REQUIRED
 from jaxmem.spec.expr import evaluate
@@ -97,13 +96,17 @@ def dry_run(spec: SweepSpec, memory_cap: float | int = device_memory.DEFAULT_CAP
     ]
     for bucket, runs in groups.items():
         slots = sweep.slots_for(bucket, runs[0])
-        if compile:
-            program = sweep.compile_bucket(bucket, runs[0], slots)
-            slots = program.slots
-            used = f"{program.peak_bytes / 2**20:.2f} MiB per device (XLA's memory analysis)"
-        else:
-            state = nbytes(abstract_state(sweep.exp, bucket, sweep.settings, slots // n, runs[0]))
-            used = f">= {state / 2**20:.2f} MiB per device (estimated: the run state; --compile adds temporaries)"
+        try:
+            if compile:
+                program = sweep.compile_bucket(bucket, runs[0], slots)
+                slots = program.slots
+                used = f"{program.peak_bytes / 2**20:.2f} MiB per device (XLA's memory analysis)"
+            else:
+                slots, state = sweep.fitting_state(bucket, runs[0], slots)
+                used = f">= {state / 2**20:.2f} MiB per device (estimated: the run state; --compile adds temporaries)"
+        except device_memory.OutOfMemory as err:
+            lines.append(f"  OVER THE MEMORY BUDGET, `jaxmem run` refuses it (exit 6): {err}")
+            continue
         configs = [sweep.exp.complete(r.config) for r in runs]
         flops = slots * sweep.exp.cost("flops_per_step", padded_config(sweep.exp, bucket, configs[0])) * spec.train.steps
         waste = padding_waste(sweep.exp, bucket, configs)

@@ -266,14 +266,30 @@ class Sweep:
             self.spec.engine.segment_seconds,
         )
 
+    def fitting_state(self, bucket: Bucket, template: Run, slots: int) -> tuple[int, int]:
+        """(slots, bytes per device of their run state): `slots`, or fewer (powers of two per device) while
+        the run state alone, known before compiling, is over the memory budget. OutOfMemory (exit 6,
+        before anything is allocated) when one run's state per device is over it."""
+        n = len(self.devices)
+        state = nbytes(abstract_state(self.exp, bucket, self.settings, slots // n, template))
+        one_run = state // (slots // n)
+        if one_run > self.budget:
+            raise device_memory.OutOfMemory(
+                f"bucket {bucket.id} ({bucket.label()}) does not fit in device memory: one run's state (parameters, "
+                f"optimizer state, problem) needs {one_run / 2**20:,.1f} MiB per device, over the memory budget of "
+                f"{self.budget / 2**20:,.1f} MiB (--memory-cap); make it smaller or give it a larger device"
+            )
+        fitting = device_memory.fitting_slots(slots // n, state, self.budget)
+        return fitting * n, one_run * fitting
+
     def compile_bucket(self, bucket: Bucket, template: Run, slots: int) -> Program:
         """The bucket's program with `slots` slots, or with fewer (powers of two per device) while its
         memory per device is over the budget: first by the size of the run state (known before
         compiling, a lower bound), then by XLA's memory analysis of the compiled program, or when XLA
-        runs out of memory compiling it. One slot per device is compiled whatever its memory."""
+        runs out of memory compiling it. A program over the budget with one slot per device is refused
+        (OutOfMemory) before it runs."""
         n = len(self.devices)
-        state = nbytes(abstract_state(self.exp, bucket, self.settings, slots // n, template))
-        slots = device_memory.fitting_slots(slots // n, state, self.budget) * n
+        slots, _ = self.fitting_state(bucket, template, slots)
         while True:
             self.progress.note(f"compiling bucket {bucket.id} ({bucket.label()}) with {slots} slots")
             try:
@@ -285,8 +301,14 @@ class Sweep:
             else:
                 self.store.add_compile(bucket.id, bucket.shape_dict, slots, program.seconds, time.time())
                 fitting = device_memory.fitting_slots(slots // n, program.peak_bytes, self.budget) * n
-                if fitting == slots:
+                if fitting == slots and (program.peak_bytes <= self.budget or slots > n):
                     return program
+                if slots <= n:
+                    raise device_memory.OutOfMemory(
+                        f"bucket {bucket.id} ({bucket.label()}) does not fit in device memory: with one run per "
+                        f"device XLA's memory analysis gives {program.peak_bytes / 2**20:,.1f} MiB, over the "
+                        f"memory budget of {self.budget / 2**20:,.1f} MiB (--memory-cap)"
+                    )
                 reason = (
                     f"{program.peak_bytes / 2**20:.1f} MiB per device with {slots} slots is over the memory "
                     f"budget of {self.budget / 2**20:.1f} MiB"
