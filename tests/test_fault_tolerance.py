@@ -51,16 +51,29 @@ def assert_identical(out, expected: dict[str, pd.DataFrame]) -> int:
     """`out` holds exactly the rows of `expected`; returns how many rows were compared."""
     got = tables(out)
     assert got["runs"]["run_id"].is_unique and not got["trajectories"].duplicated(["run_id", "step"]).any()
-    for name, frame in expected.items():
-        pd.testing.assert_frame_equal(got[name], frame, obj=name)
+    for name, frame in got.items():
+        pd.testing.assert_frame_equal(frame, expected[name], obj=name)
     return sum(len(frame) for frame in got.values())
+
+
+def written_outputs(out) -> dict[str, str]:
+    """report.md and every CSV the report wrote (the capacity table is the plot's data), with what
+    records when and how long (wall and compile times, timestamps) left out: the rest must be a
+    function of the results alone."""
+    timing = ("wall time", "compile", "elapsed", "| bucket", "|---|---|---|---|---|---|")
+    files = {"report.md": "\n".join(line for line in (out / "report.md").read_text().splitlines()
+                                     if not any(t in line.lower() for t in timing))}  # fmt: skip
+    for path in sorted(out.glob("*.csv")):
+        frame = pd.read_csv(path)
+        files[path.name] = frame.drop(columns=[c for c in TIMING + ["device"] if c in frame]).to_csv(index=False)
+    return files
 
 
 @pytest.fixture(scope="module")
 def kill_reference(tmp_path_factory):
     out = tmp_path_factory.mktemp("kill_reference")
     driver.run_sweep(load(KILL_SPEC), out, quiet=True)
-    return tables(out)
+    return {**tables(out), "outputs": written_outputs(out)}
 
 
 @pytest.fixture(scope="module")
@@ -150,6 +163,10 @@ def test_kill_9_at_random_points_in_a_row_then_resume(tmp_path, forkserver, xla_
     final.join(timeout=300)
     assert final.exitcode == 0, log.read_text()[-3000:]
     compared = assert_identical(out, kill_reference)
+    got, expected_outputs = written_outputs(out), kill_reference["outputs"]
+    assert got.keys() == expected_outputs.keys()
+    for name, text in expected_outputs.items():  # issue 12 item 1: the report is a function of the results
+        assert got[name] == text, name
     wall = time.perf_counter() - started
     text = log.read_text()
     assert len(kills) == count, f"only {len(kills)} kills landed before the sweep finished"
