@@ -62,13 +62,13 @@ def load_spec(name_or_path: str, preset: str | None) -> SweepSpec:
 
 
 def listing() -> str:
-    lines = ["experiments:"]
+    lines = ["experiments (field kinds: size = padded to its bucket, static = one program per value, traced = read at run time, host = never in the program):"]
     for exp in shipped().values():
         lines.append(f"  {exp.name}: {exp.doc}")
         for name, field in exp.fields.items():
             extra = f" one of {list(field.choices)}" if field.choices else ""
             default = "" if field.default is REQUIRED else f" (default {field.default!r})"
-            lines.append(f"      {name} [{field.type.__name__}]{default}: {field.doc}{extra}")
+            lines.append(f"      {name} [{field.type.__name__}, {field.kind}]{default}: {field.doc}{extra}")
     lines.append("shipped sweeps (jaxmem run NAME --preset quick|paper):")
     for name, path in shipped_sweeps().items():
         lines.append(f"  {name}  ({path})")
