@@ -398,8 +398,8 @@ def render(args, info, spec, full_spec, runs, a, b, scaling, command, script_s) 
         L.append(
             f"| {r.run_id[:8]} | "
             + " | ".join(str(r.config[k]) for k in spec.axes)
-            + f" | {exp.cost('params', exp.effective(r.config)):,.0f} | {x.get('best', float('nan')):.4f} | {x.get('steps', '—')} | "
-            f"{y.get('best', float('nan')):.4f} | {y.get('steps', '—')} |"
+            + f" | {exp.cost('params', exp.effective(r.config)):,.0f} | {x.get('best', float('nan')):.4f} | "
+            f"{x.get('steps', '—')} | {y.get('best', float('nan')):.4f} | {y.get('steps', '—')} |"
         )
     L.append(
         "\nBoth sample the same batches from the same keys; (a) runs the model vmapped over its slots and "

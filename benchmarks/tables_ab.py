@@ -29,7 +29,11 @@ NOT_RESULTS = ("wall_time_s", "finished_at", "device", "bucket")
 
 def shipped_quick_sweeps() -> list[Path]:
     """Every shipped sweep file with a quick preset (its own or one it extends)."""
-    return [p for p in sorted(ROOT.glob("sweeps/*/*.toml")) if "presets.quick" in p.read_text() or "extends" in p.read_text()]
+    return [
+        p
+        for p in sorted(ROOT.glob("sweeps/*/*.toml"))
+        if "presets.quick" in p.read_text() or "extends" in p.read_text()
+    ]
 
 
 def canonical_csv(frame) -> str:

@@ -236,15 +236,22 @@ def test_claim_accepts_the_same_sweep_again(tmp_path, tiny):
 @pytest.mark.parametrize(
     "sizes, message",
     [
-        ('[grid]\nd = [8, 1000000]\n', "grid.d: d must be <= 32768, got 1000000"),
-        ('[grid]\nd = [8, 60000]\n', "grid.d: d must be <= 32768, got 60000"),
-        ('[grid]\nd = [20000]\n[search]\nvariable = "N"\nlo = "d"\nhi = "floor(0.5 * d**2)"\n', "search.hi: N = 200000000"),
+        ("[grid]\nd = [8, 1000000]\n", "grid.d: d must be <= 32768, got 1000000"),
+        ("[grid]\nd = [8, 60000]\n", "grid.d: d must be <= 32768, got 60000"),
+        (
+            '[grid]\nd = [20000]\n[search]\nvariable = "N"\nlo = "d"\nhi = "floor(0.5 * d**2)"\n',
+            "search.hi: N = 200000000",
+        ),
     ],
 )
-def test_sizes_beyond_what_the_experiment_supports_exit_2_and_write_nothing(tmp_path, capsys, no_compile, sizes, message):
+def test_sizes_beyond_what_the_experiment_supports_exit_2_and_write_nothing(
+    tmp_path, capsys, no_compile, sizes, message
+):
     """Issue 12 item 5: such sizes failed with a traceback from the random draws after creating the store."""
     path = tmp_path / "huge.toml"
-    path.write_text('experiment = "assoc_memory"\n[fixed]\nmodel = "linear"\n[train]\nsteps = 64\neval_every = 32\n' + sizes)
+    path.write_text(
+        'experiment = "assoc_memory"\n[fixed]\nmodel = "linear"\n[train]\nsteps = 64\neval_every = 32\n' + sizes
+    )
     for extra in (["--dry-run"], []):
         code, _, err = call(capsys, "run", str(path), "--out", str(tmp_path / "out"), *extra)
         assert code == 2 and message in err and "the largest" in err

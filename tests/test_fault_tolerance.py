@@ -26,7 +26,16 @@ from jaxmem.driver import sweep as driver
 from jaxmem.persistence import lock as locking
 from jaxmem.persistence.checkpoints import MANIFEST, SlotCheckpoints
 from jaxmem.cli.main import main
-from jaxmem.persistence.lock import LEASE_TIMEOUT, Lease, LockError, OutputLock, lock_state, parse_lease, read_lease, stale_reason
+from jaxmem.persistence.lock import (
+    LEASE_TIMEOUT,
+    Lease,
+    LockError,
+    OutputLock,
+    lock_state,
+    parse_lease,
+    read_lease,
+    stale_reason,
+)
 from jaxmem.spec.sweep import load
 from jaxmem.persistence.store import FILENAME, Store, StoreError
 

@@ -416,7 +416,9 @@ def search_store_rows():
             for lr in (1e-2, 1e-3):
                 final = {"loss": value / 100 + lr, "accuracy": 1.0 if value <= capacity else 0.5}
                 config = {"d": 8, "model": "mlp", "N": value}
-                row = run_row("p", seed, lr, config, final["accuracy"], final, value=value, run_id=f"{seed}-{value}-{lr}")
+                row = run_row(
+                    "p", seed, lr, config, final["accuracy"], final, value=value, run_id=f"{seed}-{value}-{lr}"
+                )
                 rows.append(row)
     return searches.drop(columns=["d", "model"]), pd.DataFrame(rows)
 
@@ -452,7 +454,9 @@ def test_shuffled_stores_give_identical_reports_and_tables(tmp_path, sweep):
     direct = []
     for k in range(3):
         found = pd.DataFrame() if searches is None else expand_config(searches.sample(frac=1, random_state=k))
-        write_report(tmp_path / f"direct{k}", options(resolved["report"]), found, runs.sample(frac=1, random_state=k), {})
+        write_report(
+            tmp_path / f"direct{k}", options(resolved["report"]), found, runs.sample(frac=1, random_state=k), {}
+        )
         direct.append(outputs(tmp_path / f"direct{k}")[0])
     assert direct[0] == direct[1] == direct[2]
 

@@ -62,7 +62,9 @@ def test_parse_cap_and_fitting_slots():
 
 
 def test_out_of_memory_errors_are_recognised():
-    assert device_memory.is_out_of_memory(jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 1GiB"))
+    assert device_memory.is_out_of_memory(
+        jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 1GiB")
+    )
     assert not device_memory.is_out_of_memory(jax.errors.JaxRuntimeError("INTERNAL: something else"))
     assert not device_memory.is_out_of_memory(ValueError("RESOURCE_EXHAUSTED"))
 
@@ -138,7 +140,8 @@ def test_a_run_whose_state_alone_is_over_the_budget_is_refused_before_anything_c
 
     path = tmp_path / "big.toml"
     path.write_text(
-        'experiment = "assoc_memory"\n[fixed]\nmodel = "linear"\nd = 512\nN = 16\n[train]\nsteps = 32\neval_every = 32\n'
+        'experiment = "assoc_memory"\n[fixed]\nmodel = "linear"\nd = 512\nN = 16\n'
+        "[train]\nsteps = 32\neval_every = 32\n"
     )
     assert main(["run", str(path), "--dry-run", "--memory-cap", "1MiB"]) == 0
     assert "OVER THE MEMORY BUDGET, `jaxmem run` refuses it (exit 6)" in capsys.readouterr().out

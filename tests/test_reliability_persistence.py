@@ -334,7 +334,9 @@ def test_every_read_returns_rows_in_one_canonical_order(tmp_path):
             store.add_compile(*compile_row)
         store.set_meta(dict(list({"spec": "s", "preset": "quick"}.items())[::order]))
         store.close()
-        frames.append({t: jaxmem.load_results(tmp_path / name, t) for t in ("runs", "trajectories", "compiles", "meta")})
+        frames.append(
+            {t: jaxmem.load_results(tmp_path / name, t) for t in ("runs", "trajectories", "compiles", "meta")}
+        )
     for table in frames[0]:
         assert frames[0][table].equals(frames[1][table]), table
     assert list(frames[0]["runs"]["run_id"]) == ["r4", "r3", "r2", "r1", "r0"]

@@ -87,10 +87,17 @@ REPORT = {  # every key of the report tables, valid for BASES[0]
         "stages": [{"from": 0, "to": 32, "label": "early", "color": "0.9"}],
         "crossings": [{"metric": "accuracy", "above": "0.5", "label": "half"}, {"metric": "loss", "below": 1}],
         "plateau": {"metric": "loss", "near": "log(d)", "tol": 0.1, "label": "p"},
-        "escape": {"x": "log(m)", "x_label": "ln m", "y": "step", "group_by": ["d"], "tolerance": 0.2,
-                   "predicted": {"half": "1/lr"}},
-        "rates": [{"metric": "loss", "scale": "loglog", "decades": 1, "predicted": "-1", "tolerance": 0.1,
-                   "label": "r"}],
+        "escape": {
+            "x": "log(m)",
+            "x_label": "ln m",
+            "y": "step",
+            "group_by": ["d"],
+            "tolerance": 0.2,
+            "predicted": {"half": "1/lr"},
+        },
+        "rates": [
+            {"metric": "loss", "scale": "loglog", "decades": 1, "predicted": "-1", "tolerance": 0.1, "label": "r"}
+        ],
         "trends": [{"metric": "accuracy", "direction": "increasing", "tol": 1e-6, "label": "up"}],
     },
 }

@@ -46,7 +46,6 @@ TRAJECTORY = {
 }
 
 
-
 def options(table: dict):
     """A `[report]` table as the report reads it."""
     return stored_report_spec({"report": table})
@@ -321,9 +320,7 @@ def test_mid_sweep_runs_in_flight_get_their_config_from_the_plan(tmp_path):
         grid, metrics = curves("population", 1e-4 if i < 2 else 1e-7, 0)
         done = i < 2
         cut = len(grid) if done else len(grid) // 4  # running runs have reached step 2048 only
-        traj = [
-            (run["run_id"], int(grid[j]), {"loss": float(metrics["relation_loss"][j])}) for j in range(cut)
-        ]
+        traj = [(run["run_id"], int(grid[j]), {"loss": float(metrics["relation_loss"][j])}) for j in range(cut)]
         if done:
             row = run_row("population", 1e-4, run["seed"])
             row.update(run_id=run["run_id"], point=run["point"], config={k: run[k] for k in ("model", "d", "N", "M")})

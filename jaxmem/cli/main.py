@@ -34,8 +34,8 @@ def main(argv: list[str] | None = None) -> int:
         "--memory-cap",
         type=_memory_cap,
         default=os.environ.get(device_memory.CAP_ENV, str(device_memory.DEFAULT_CAP)),
-        help=f"memory a program may use per device: a fraction of the device's (default {device_memory.DEFAULT_CAP}) or a "
-        f"size such as 12GiB; env {device_memory.CAP_ENV}",
+        help=f"memory a program may use per device: a fraction of the device's (default "
+        f"{device_memory.DEFAULT_CAP}) or a size such as 12GiB; env {device_memory.CAP_ENV}",
     )
     run.add_argument(
         "--no-compile-cache",

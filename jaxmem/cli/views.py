@@ -62,7 +62,10 @@ def load_spec(name_or_path: str, preset: str | None) -> SweepSpec:
 
 
 def listing() -> str:
-    lines = ["experiments (field kinds: size = padded to its bucket, static = one program per value, traced = read at run time, host = never in the program):"]
+    lines = [
+        "experiments (field kinds: size = padded to its bucket, static = one program per value, "
+        "traced = read at run time, host = never in the program):"
+    ]
     for exp in shipped().values():
         lines.append(f"  {exp.name}: {exp.doc}")
         for name, field in exp.fields.items():
@@ -108,7 +111,9 @@ def dry_run(spec: SweepSpec, memory_cap: float | int = device_memory.DEFAULT_CAP
             lines.append(f"  OVER THE MEMORY BUDGET, `jaxmem run` refuses it (exit 6): {err}")
             continue
         configs = [sweep.exp.complete(r.config) for r in runs]
-        flops = slots * sweep.exp.cost("flops_per_step", padded_config(sweep.exp, bucket, configs[0])) * spec.train.steps
+        flops = (
+            slots * sweep.exp.cost("flops_per_step", padded_config(sweep.exp, bucket, configs[0])) * spec.train.steps
+        )
         waste = padding_waste(sweep.exp, bucket, configs)
         lines.append(
             f"  bucket {bucket.id} ({bucket.label()}): {len(runs)} runs in {math.ceil(len(runs) / slots)} chunk(s) "

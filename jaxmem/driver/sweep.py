@@ -212,7 +212,9 @@ class Sweep:
             "rounds": b.rounds,
             "probes": b.probes,
             "non_monotone": b.non_monotone,
-            "params": self.exp.cost("params", self.exp.effective(at_capacity or {**config, variable: b.lo})),  # the variable may size it
+            "params": self.exp.cost(
+                "params", self.exp.effective(at_capacity or {**config, variable: b.lo})
+            ),  # the variable may size it
             "bits": self.exp.cost("bits", self.exp.effective(at_capacity)) if at_capacity else math.nan,
             "status": "done",
         }
@@ -499,7 +501,11 @@ def _shown(leaves: dict, path: str, width: int = 40) -> str:
 
 
 def run_sweep(
-    spec: SweepSpec, out_dir: Path, quiet: bool = False, devices=None, memory_cap: float | int = device_memory.DEFAULT_CAP
+    spec: SweepSpec,
+    out_dir: Path,
+    quiet: bool = False,
+    devices=None,
+    memory_cap: float | int = device_memory.DEFAULT_CAP,
 ) -> Path:
     """Run (or resume) a sweep into `out_dir`, then write its report; returns the report path."""
     out_dir = Path(out_dir)

@@ -49,8 +49,7 @@ def get(name: str) -> Experiment:
     if is_reference(name):
         return load_reference(name)
     raise UnknownExperiment(
-        f"unknown experiment {name!r}; shipped: {', '.join(sorted(SHIPPED))} "
-        "(or name your own as 'module:ATTRIBUTE')"
+        f"unknown experiment {name!r}; shipped: {', '.join(sorted(SHIPPED))} (or name your own as 'module:ATTRIBUTE')"
     )
 
 

@@ -112,9 +112,7 @@ class StoreError(RuntimeError):
 
 
 class Store:
-    def __init__(
-        self, out_dir: Path, repair: bool = False, verify: Iterable[str] = tuple(CHECKED), write: bool = True
-    ):
+    def __init__(self, out_dir: Path, repair: bool = False, verify: Iterable[str] = tuple(CHECKED), write: bool = True):
         """Open the store of an output folder, checking the rows of the tables in `verify`: with
         `write`, created if missing and its schema migrated, else read-only. A damaged file raises
         StoreError, or with `repair` is moved aside (its path in `self.quarantined`) and replaced by an

@@ -1,16 +1,16 @@
 """Reports of finished (or running) sweeps: tables, fits, plots and report.md.
 
-    capacity/    search sweeps: capacity per grid point over seeds, fits, collapse, capacity.png
-    grid/        grid sweeps: per-point metrics, heatmap, floor and boundary, heatmap.png
-    trajectory/  recorded trajectories: stages, crossings, escape-time law, rates, trends, plots
-    checks/      host reference checks and rejected instances
-    text         the one number formatter and markdown tables
-    runs         the runs table: final metrics, config fields, the best run per (point, seed)
-    success      the success rule in the report's words
-    overview     sweep metadata, runs and buckets sections
-    files        CSV and Parquet tables, report.md written atomically
-    writer       write_report: every file of one report
-    from_store   `jaxmem report DIR`
+capacity/    search sweeps: capacity per grid point over seeds, fits, collapse, capacity.png
+grid/        grid sweeps: per-point metrics, heatmap, floor and boundary, heatmap.png
+trajectory/  recorded trajectories: stages, crossings, escape-time law, rates, trends, plots
+checks/      host reference checks and rejected instances
+text         the one number formatter and markdown tables
+runs         the runs table: final metrics, config fields, the best run per (point, seed)
+success      the success rule in the report's words
+overview     sweep metadata, runs and buckets sections
+files        CSV and Parquet tables, report.md written atomically
+writer       write_report: every file of one report
+from_store   `jaxmem report DIR`
 """
 
 from jaxmem.report.capacity.fit import collapse_stats, fit_power_law, summarise

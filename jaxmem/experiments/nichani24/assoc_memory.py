@@ -38,7 +38,9 @@ FIELDS = {
         ladder=lambda c: "M" if c["M"] else "N",
         maximum=jr.ROWS_LIMIT,
     ),
-    "init": static(str, "standard (lecun_normal, as the authors) or hebbian (Thm 1)", "standard", ("standard", "hebbian")),
+    "init": static(
+        str, "standard (lecun_normal, as the authors) or hebbian (Thm 1)", "standard", ("standard", "hebbian")
+    ),
     "mlp_bias": static(bool, "first-layer bias in the mlp (authors' code)", default=True),
     "loss_form": static(
         str,

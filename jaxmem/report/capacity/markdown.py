@@ -54,9 +54,7 @@ def sorted_points(table: pd.DataFrame, report_spec: ReportSpec, searches: pd.Dat
     return table.sort_values(keys, kind="stable")
 
 
-def capacity_section(
-    report_spec: ReportSpec, searches: pd.DataFrame, variable: str, rule: SuccessRule | None
-) -> str:
+def capacity_section(report_spec: ReportSpec, searches: pd.DataFrame, variable: str, rule: SuccessRule | None) -> str:
     """The per-point capacity table: censored quantiles, answered and censored counts, the answered
     searches' mean ± std and bits per parameter."""
     table = sorted_points(point_table(searches, x_column(report_spec, searches)), report_spec, searches)
@@ -97,9 +95,7 @@ def left_out_text(summary: dict) -> str:
             f", {above} censored above and {below} below the range searched (their answers are not known: "
             "where a point has censored searches its mean leans into the range, which its median does not)"
         )
-    return text + (
-        f"; {summary['excluded_points']} grid points had no answered search and are left out of the fit."
-    )
+    return text + (f"; {summary['excluded_points']} grid points had no answered search and are left out of the fit.")
 
 
 def slope_section(summary: dict) -> str:

@@ -66,7 +66,6 @@ def heatmap_cells(points: pd.DataFrame, spec: HeatmapSpec) -> pd.DataFrame:
     return cells
 
 
-
 def varying_fields(points: pd.DataFrame) -> list[str]:
     """Config fields that take more than one value over the grid points."""
     return [

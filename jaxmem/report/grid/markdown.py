@@ -12,9 +12,7 @@ from jaxmem.spec.report_tables import HeatmapSpec
 from jaxmem.spec.sweep import SuccessRule
 
 
-def heatmap_section(
-    spec: HeatmapSpec, cells: pd.DataFrame, analysis: dict, metric: str, plot_name: str | None
-) -> str:
+def heatmap_section(spec: HeatmapSpec, cells: pd.DataFrame, analysis: dict, metric: str, plot_name: str | None) -> str:
     """What the heatmap shows (`metric`: its metric's label), the floor, the boundary with its
     monotonicity, and the value matrix."""
     name = metric[:1].upper() + metric[1:]
