@@ -633,7 +633,7 @@ def _field_error(field, name, value) -> str | None:
     """The experiment's own check of a value, plus the engine's: integer fields are int32 on the device."""
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     too_large = field.type is int and number and abs(value) > MAX_INT
-    return field.check(name, value) or (f"{name} must be below 2**31, got {short(value)}" if too_large else None)
+    return f"{name} must be below 2**31, got {short(value)}" if too_large else field.check(name, value)
 
 
 def _derive(name, expression, point, exp: Experiment):
