@@ -68,3 +68,11 @@ def test_a_bad_experiment_reference_is_a_spec_error(name, message):
     with pytest.raises(SpecError) as err:
         parse({"experiment": name, "fixed": {}}, name="bad")
     assert message in str(err.value)
+
+
+def test_the_readme_shows_the_example_as_it_is():
+    readme = (ROOT / "README.md").read_text()
+    module = (ROOT / "examples" / "relu_teacher.py").read_text()
+    spec = EXAMPLE.read_text().split("[presets.quick]")[0].rstrip()
+    assert f"```python\n{module.rstrip()}\n```" in readme
+    assert f"```toml\n{spec}\n```" in readme
