@@ -40,6 +40,13 @@ def test_the_readme_example_runs_from_outside_the_package(tmp_path):
         if math.isfinite(s.first_failure):
             assert (final_error[at["value"] == s.first_failure] > 0.05).all()
             assert s.first_failure < s.capacity
+    # a later `jaxmem report`, from another folder, finds the module again (its folder is stored)
+    (out / "report.md").unlink()
+    (tmp_path / "elsewhere").mkdir()
+    process = jaxmem_cli("report", out, cwd=tmp_path / "elsewhere")
+    output, _ = process.communicate(timeout=300)
+    assert process.returncode == 0, output
+    assert "## Buckets" in (out / "report.md").read_text()
 
 
 def test_an_experiment_object_runs_through_jaxmem_run(tmp_path):

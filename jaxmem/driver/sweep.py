@@ -33,6 +33,7 @@ from jaxmem.engine.executor import (
     slots_per_device,
 )
 from jaxmem.experiments.registry import get as get_experiment
+from jaxmem.experiments.registry import module_folder
 from jaxmem.spec.expr import evaluate
 from jaxmem.persistence.lock import OutputLock
 from jaxmem.plan.runs import Run, make_run, point_id
@@ -465,6 +466,7 @@ def claim(store: Store, spec: SweepSpec) -> None:
             "spec": spec.name,
             "preset": spec.preset,
             "experiment": spec.experiment,
+            "experiment_folder": module_folder(spec.experiment),
             "jaxmem_version": __version__,
             "resolved_spec": resolved,
             "elapsed_s": str(total),

@@ -97,6 +97,29 @@ def searching(folder: Path):
             sys.path.remove(folder)
 
 
+def module_folder(name: str) -> str:
+    """The folder from which a `module:ATTRIBUTE` experiment's module imports (so that a later process,
+    e.g. `jaxmem report`, finds it again); "" for shipped or registered experiments."""
+    module = sys.modules.get(name.partition(":")[0]) if is_reference(name) else None
+    file = getattr(module, "__file__", None)
+    if not file:
+        return ""
+    depth = module.__name__.count(".") + (Path(file).name == "__init__.py")
+    return str(Path(file).resolve().parents[depth])
+
+
+def find(name: str, folder: str = "") -> Experiment | None:
+    """The experiment called `name`, also looked up in `folder`; None when it cannot be found (a user's
+    module that is no longer importable)."""
+    try:
+        if not folder:
+            return get(name)
+        with searching(Path(folder)):
+            return get(name)
+    except UnknownExperiment:
+        return None
+
+
 def shipped() -> dict[str, Experiment]:
     """Every shipped experiment, by name."""
     return {name: get(name) for name in SHIPPED}

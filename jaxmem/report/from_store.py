@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from jaxmem.experiments.registry import get as get_experiment
+from jaxmem.experiments.registry import find as find_experiment
+from jaxmem.experiments.registry import searching
 from jaxmem.persistence.store import expand_config, load_results
 from jaxmem.report.files import write_table
 from jaxmem.report.runs import expand_final_metrics
@@ -21,11 +22,12 @@ from jaxmem.spec.sweep import SpecError, SweepSpec, TrainSpec, parse, stored_rep
 META_KEYS = ("spec", "preset", "experiment", "device", "jaxmem_version")
 
 
-def stored_sweep(resolved: dict) -> SweepSpec | None:
-    """The stored resolved spec parsed again (its success rule, its plan); None when it no longer parses
-    (an older spec, an experiment not found)."""
+def stored_sweep(resolved: dict, folder: str = "") -> SweepSpec | None:
+    """The stored resolved spec parsed again (its success rule, its plan), a user's experiment module
+    also looked up in `folder`; None when it no longer parses (an older spec, an experiment not found)."""
     try:
-        return parse(resolved, name="report", preset="")
+        with searching(Path(folder or ".")):
+            return parse(resolved, name="report", preset="")
     except (SpecError, ValueError, KeyError, TypeError):
         return None
 
@@ -62,7 +64,8 @@ def report(out_dir: str | Path) -> Path:
     compiles = load_results(out_dir, "compiles")
     trajectories = load_results(out_dir, "trajectories")
     export_tables(out_dir, runs, searches)
-    sweep = stored_sweep(resolved)
+    folder = meta.get("experiment_folder", "")
+    sweep = stored_sweep(resolved, folder)
     rule = sweep.success if sweep is not None else None
     report_spec = stored_report_spec(resolved, f"stored with the results in {out_dir}")
     report_spec = with_rule_defaults(report_spec, resolved.get("report", {}), rule)
@@ -78,7 +81,7 @@ def report(out_dir: str | Path) -> Path:
         trajectories,
         planned_runs(sweep) if in_flight else None,
         success=rule,
-        experiment=get_experiment(meta["experiment"]),
+        experiment=find_experiment(meta["experiment"], folder),
         raw_runs=raw_runs,
         compiles=compiles,
     )
