@@ -130,3 +130,17 @@ x = "params"
     assert at_capacity["success"].all() and (runs[runs["value"] > search.capacity]["success"] == False).any()  # noqa: E712
     report = (out / "report.md").read_text()
     assert "Largest S reaching the success threshold" in report and "min_correct" in report
+
+
+def test_training_a_construction_without_a_loss_is_a_spec_error():
+    from jaxmem.spec.sweep import SpecError, parse
+
+    with pytest.raises(SpecError, match="train.steps: thm10_construction is a construction that is never trained"):
+        parse(
+            {
+                "experiment": "thm10_construction",
+                "fixed": {"S": 4, "R": 4, "d": 16, "d_h": 4, "M": 2},
+                "train": {"steps": 10, "eval_every": 5},
+            },
+            name="bad",
+        )

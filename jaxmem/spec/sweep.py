@@ -417,6 +417,8 @@ def _coerce(value, annotation: str):
 def _check_train(train: TrainSpec, bad: set, exp: Experiment | None, problems):
     if "steps" not in bad and train.steps < 0:
         problems.append(f"train.steps: must be >= 0, got {train.steps}")
+    if "steps" not in bad and train.steps > 0 and exp is not None and not exp.trainable:
+        problems.append(f"train.steps: {exp.name} is a construction that is never trained (no loss); use steps = 0")
     problems += [
         f"train.{name}: must be below 2**31, got {getattr(train, name)}"
         for name in ("steps", "eval_every")
