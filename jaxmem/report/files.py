@@ -21,7 +21,7 @@ def arrow_ready(frame: pd.DataFrame) -> pd.DataFrame:
     without values (e.g. `value` in a grid sweep) as floats (NaN), one mixing kinds of values (numbers
     and text, lists, ...) as their text."""
     out = frame.copy()
-    for column in out.select_dtypes(include="object").columns:
+    for column in [c for c in out.columns if pd.api.types.is_object_dtype(out[c])]:
         kinds = {kind(v) for v in out[column].dropna()}
         if not kinds:
             out[column] = out[column].astype(float)
