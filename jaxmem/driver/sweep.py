@@ -303,8 +303,7 @@ class Sweep:
                 reason, slots = f"out of memory compiling it ({_first_line(err)})", slots // 2
             else:
                 self.store.add_compile(bucket.id, bucket.shape_dict, slots, program.seconds, time.time())
-                fitting = device_memory.fitting_slots(slots // n, program.peak_bytes, self.budget) * n
-                if fitting == slots and (program.peak_bytes <= self.budget or slots > n):
+                if program.peak_bytes <= self.budget:
                     return program
                 if slots <= n:
                     raise device_memory.OutOfMemory(
@@ -316,7 +315,7 @@ class Sweep:
                     f"{program.peak_bytes / 2**20:.1f} MiB per device with {slots} slots is over the memory "
                     f"budget of {self.budget / 2**20:.1f} MiB"
                 )
-                slots = fitting
+                slots = device_memory.fitting_slots(slots // n, program.peak_bytes, self.budget) * n
             self.progress.note(f"bucket {bucket.id}: {reason}; recompiling with {slots} slots")
 
     def _split(self, runner: BucketRunner, err: Exception) -> None:
