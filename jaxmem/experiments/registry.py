@@ -59,11 +59,9 @@ def load_reference(reference: str) -> Experiment:
     module_name, _, attribute = reference.partition(":")
     if not module_name or not attribute:
         raise UnknownExperiment(f"experiment {reference!r}: expected 'module:ATTRIBUTE'")
-    cwd = str(Path.cwd())
-    if cwd not in sys.path:
-        sys.path.append(cwd)
     try:
-        module = importlib.import_module(module_name)
+        with searching(Path.cwd()):
+            module = importlib.import_module(module_name)
     except ImportError as err:
         raise UnknownExperiment(f"experiment {reference!r}: cannot import {module_name!r} ({err})") from None
     found = getattr(module, attribute, None)
@@ -84,8 +82,12 @@ def register(exp: Experiment) -> str:
 
 
 @contextlib.contextmanager
-def searching(folder: Path):
-    """Within this block, `module:ATTRIBUTE` references are also looked up in `folder` (a spec's own)."""
+def searching(folder: str | Path):
+    """Within this block, `module:ATTRIBUTE` references are also looked up in `folder` (a spec's own);
+    an empty `folder` ("") adds none."""
+    if not str(folder):
+        yield
+        return
     folder = str(Path(folder).resolve())
     added = folder not in sys.path
     if added:
@@ -112,9 +114,7 @@ def find(name: str, folder: str = "") -> Experiment | None:
     """The experiment called `name`, also looked up in `folder`; None when it cannot be found (a user's
     module that is no longer importable)."""
     try:
-        if not folder:
-            return get(name)
-        with searching(Path(folder)):
+        with searching(folder):
             return get(name)
     except UnknownExperiment:
         return None

@@ -26,7 +26,7 @@ def stored_sweep(resolved: dict, folder: str = "") -> SweepSpec | None:
     """The stored resolved spec parsed again (its success rule, its plan), a user's experiment module
     also looked up in `folder`; None when it no longer parses (an older spec, an experiment not found)."""
     try:
-        with searching(Path(folder or ".")):
+        with searching(folder):
             return parse(resolved, name="report", preset="")
     except (SpecError, ValueError, KeyError, TypeError):
         return None
