@@ -41,8 +41,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from jaxmem.spec import expr, report_tables
-from jaxmem.spec.report_tables import ReportSpec, Table, choice, suggest, text, unknown_keys
+from jaxmem.spec import expr, report_tables, tables
+from jaxmem.spec.report_tables import ReportSpec
+from jaxmem.spec.tables import Table, choice, suggest, text, unknown_keys
 from jaxmem.experiments.interface import Experiment
 from jaxmem.experiments.registry import SHIPPED, UnknownExperiment, searching
 from jaxmem.experiments.registry import get as get_experiment
@@ -302,7 +303,7 @@ def _success(merged: dict, exp: Experiment | None, train, search, problems) -> S
     if len(sides) != 1:
         problems.append(f"success: needs exactly one of at_least, at_most, got {sides or 'neither'}")
         return None
-    threshold = t.get(sides[0], report_tables.number)
+    threshold = t.get(sides[0], tables.number)
     counts = t.get("counts", choice("best", "final"), "best")
     return None if metric is None or threshold is None else SuccessRule(metric, sides[0], threshold, counts)
 
