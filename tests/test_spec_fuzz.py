@@ -328,6 +328,7 @@ def test_extends_chains_and_cycles_are_resolved_or_refused(folder, targets):
 FOUND = [
     (("presets", "quick"), 0, "presets.quick: must be a table"),
     (("experiment",), [], "experiment: an experiment name is a string, got []"),
+    (("derived", "M"), "d **", "derived.M: cannot parse expression 'd **'"),
     (("grid", "m"), [datetime.datetime(2000, 1, 1)], "grid.m: m must be of type int"),
     (("grid", "m"), {"exponents": [2, 4, 1], "round": []}, "grid.m.round: must be one of"),
     (("extends",), "\x00", "extends: no such file"),

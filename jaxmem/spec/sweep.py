@@ -587,7 +587,7 @@ def _points(merged, exp: Experiment, search: SearchSpec | None, problems):
         problems.append(f"grid: {' x '.join(str(len(v)) for v in axes.values())} points, more than {MAX_VALUES}")
     clash = (set(fixed) & set(grid)) | (set(derived) & (set(fixed) | set(grid)))
     problems += [f"{n}: given in more than one of fixed / grid / derived" for n in sorted(clash)]
-    helpers = set().union(*(expr.names_in(e) for e in derived.values() if isinstance(e, str))) if derived else set()
+    helpers = set().union(*(_names(f"derived.{n}", e, problems) for n, e in derived.items())) if derived else set()
     known = set(exp.fields)
     for where, table in (("fixed", fixed), ("grid", grid), ("derived", derived)):
         for name in table:
@@ -637,6 +637,15 @@ def _field_error(field, name, value) -> str | None:
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     too_large = field.type is int and number and abs(value) > MAX_INT
     return f"{name} must be below 2**31, got {short(value)}" if too_large else field.check(name, value)
+
+
+def _names(path: str, expression, problems: list[str]) -> set[str]:
+    """The names an expression at `path` uses; none, and a problem, for one that does not parse."""
+    try:
+        return expr.names_in(expression) if isinstance(expression, str) else set()
+    except expr.ExpressionError as err:
+        problems.append(f"{path}: {err}")
+        return set()
 
 
 def _derive(name, expression, point, exp: Experiment):
