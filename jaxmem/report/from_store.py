@@ -16,7 +16,7 @@ from jaxmem.report.runs import expand_final_metrics
 from jaxmem.report.success import with_rule_defaults
 from jaxmem.report.text import number
 from jaxmem.report.trajectory.data import planned_runs
-from jaxmem.report.writer import canonical, write_report
+from jaxmem.report.writer import write_report
 from jaxmem.spec.sweep import SpecError, SweepSpec, TrainSpec, parse, stored_report_spec
 
 META_KEYS = ("spec", "preset", "experiment", "device", "jaxmem_version")
@@ -47,9 +47,9 @@ def meta_view(meta: dict, train: dict, compiles: pd.DataFrame) -> dict:
 
 def export_tables(out_dir: Path, runs: pd.DataFrame, searches: pd.DataFrame) -> list[Path]:
     """runs.csv and runs.parquet (config and final_metrics spread into columns); searches.csv and
-    searches.parquet when the sweep searched."""
-    written = write_table(canonical(runs, "runs"), out_dir, "runs")
-    return written + (write_table(canonical(searches, "searches"), out_dir, "searches") if not searches.empty else [])
+    searches.parquet when the sweep searched. Rows come in the store's canonical order (load_results)."""
+    written = write_table(runs, out_dir, "runs")
+    return written + (write_table(searches, out_dir, "searches") if not searches.empty else [])
 
 
 def report(out_dir: str | Path) -> Path:
