@@ -20,6 +20,9 @@ SHIPPED = {  # name -> where its Experiment lives (imported on first use)
     "sequential_learning": "jaxmem.experiments.nichani24.sequential_learning:EXPERIMENT",
     "thm10_construction": "jaxmem.experiments.nichani24.thm10_construction:EXPERIMENT",
     "ntp_linear": "jaxmem.experiments.thrampoulidis24.ntp_linear:EXPERIMENT",
+    "mha_teacher": "jaxmem.experiments.chen_li24.mha_teacher:EXPERIMENT",
+    "mha_parity": "jaxmem.experiments.chen_li24.mha_parity:EXPERIMENT",
+    "mha_phase1": "jaxmem.experiments.chen_li24.mha_phase1:EXPERIMENT",
 }
 
 

@@ -1,0 +1,27 @@
+"""The chen_li24 sweeps: every spec and preset loads and validates, and the paper presets plan."""
+
+from pathlib import Path
+
+import pytest
+
+from jaxmem.spec import sweep as specmod
+
+SWEEPS = sorted((Path(__file__).parent.parent / "sweeps" / "chen_li24").glob("*.toml"))
+
+
+def test_every_spec_of_the_issue_is_shipped():
+    names = {p.stem for p in SWEEPS}
+    assert {"e1_phase1_bias", "e2_sample_complexity", "e3_parity", "e5_inputs", "e6_ablations"} <= names
+
+
+@pytest.mark.parametrize("preset", ["quick", "paper"])
+@pytest.mark.parametrize("path", SWEEPS, ids=lambda p: p.stem)
+def test_spec_loads_and_validates(path, preset):
+    spec = specmod.load(path, preset=preset)
+    assert spec.points and not spec.skipped and len(spec.seeds) >= 4
+
+
+def test_the_main_sweep_searches_the_smallest_n_at_one_percent():
+    spec = specmod.load(SWEEPS[[p.stem for p in SWEEPS].index("e2_sample_complexity")], preset="quick")
+    assert spec.search.variable == "n" and spec.search.goal == "smallest"
+    assert (spec.success.metric, spec.success.direction, spec.success.threshold) == ("test_error", "at_most", 1e-2)
