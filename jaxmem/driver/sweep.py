@@ -30,6 +30,7 @@ from jaxmem.engine.executor import (
     abstract_state,
     compile_program,
     nbytes,
+    padding_pays,
     slots_per_device,
 )
 from jaxmem.experiments.registry import get as get_experiment
@@ -76,7 +77,8 @@ class Unit:
 
 def settings_of(spec: SweepSpec) -> Settings:
     """The program's training settings: the success rule's metric and direction (a run without one
-    never stops early and never succeeds), its threshold for steps_to_threshold, `train.early_stop`."""
+    never stops early and never succeeds), its threshold for steps_to_threshold and giving up,
+    `train.early_stop`, `train.give_up`."""
     train, rule = spec.train, spec.success
     higher = rule is None or rule.direction == "at_least"
     never = math.inf if higher else -math.inf
@@ -91,6 +93,7 @@ def settings_of(spec: SweepSpec) -> Settings:
         rtol=train.rtol,
         atol=train.atol,
         higher_is_better=higher,
+        give_up=train.give_up,
     )
 
 
@@ -135,6 +138,8 @@ class Sweep:
         self.stop_signal: int | None = None
         engine = spec.engine
         self.pad = padder(engine.pad_ratio, engine.search_pad_ratio, (spec.search.variable,) if spec.search else ())
+        self.platform = self.devices[0].platform
+        self._live: dict[str, int] = {}  # bucket id -> live_runs
         self.size_floors = {name: max(self.exp.complete(p)[name] for p in spec.points) for name in engine.pad_to_max}
 
     # -- what is left to run ---------------------------------------------------------------------
@@ -228,13 +233,26 @@ class Sweep:
         the programs of larger ones instead of each compiling its own (on a CPU one compile costs
         more than all those small runs together). Measured on the quick MLP grid: 74 s instead of
         85 s with one ladder of ratio 2 and floor 0.25. The sizes named in `engine.pad_to_max` are
-        padded to their largest value in the sweep, so points differing only in them share a program."""
-        config = self.exp.complete(run.config)
+        padded to their largest value in the sweep, so points differing only in them share a program.
+        A searched size is not padded at all where its bucket would hold one run at a time and the
+        padding would cost more work over the step budget than a compile (`executor.padding_pays`)."""
+        padded = self._padded_bucket(run.config)
+        if self.spec.search is None or self.live_runs(padded) > 1:
+            return padded
+        exact = self._padded_bucket(run.config, exact_variable=True)
+        flops = [self.exp.cost("flops_per_step", padded_config(self.exp, b, run.config)) for b in (padded, exact)]
+        return padded if padding_pays(self.settings.steps * (flops[0] - flops[1]), self.platform) else exact
+
+    def _padded_bucket(self, config: dict, exact_variable: bool = False) -> Bucket:
+        config = self.exp.complete(config)
         config.update((name, max(config[name], floor)) for name, floor in self.size_floors.items())
-        if self.spec.search is not None:
-            search = self.spec.search
-            floor = math.ceil(self.spec.engine.search_pad_floor * evaluate(search.hi, config))
-            config[search.variable] = max(config[search.variable], floor)
+        search = self.spec.search
+        if search is None:
+            return bucket_of(self.exp, config, self.pad)
+        if exact_variable:
+            return bucket_of(self.exp, config, padder(self.spec.engine.pad_ratio, 1.0, (search.variable,)))
+        floor = math.ceil(self.spec.engine.search_pad_floor * evaluate(search.hi, config))
+        config[search.variable] = max(config[search.variable], floor)
         return bucket_of(self.exp, config, self.pad)
 
     def _runner(self, run: Run) -> BucketRunner:
@@ -246,15 +264,34 @@ class Sweep:
             self.runners[bucket.id] = runner
         return runner
 
+    def runs_per_round(self) -> int:
+        """The runs one unit has live at once: one per learning rate, times the values a search round
+        tests (the first round of a verified search: both ends and `probes` inside; paper mode: one)."""
+        search = self.spec.search
+        values = 1 if search is None or search.mode == "paper" else search.probes + 2
+        return len(self.spec.train.learning_rates) * values
+
+    def live_runs(self, bucket: Bucket) -> int:
+        """At most how many runs `bucket` holds at once: the units whose runs at the bucket's value of
+        the searched variable fall in it, times `runs_per_round`. A function of the bucket and the
+        spec only (not of timing, of what already ran or of how many processes share the sweep), so a
+        resumed sweep chooses the same programs."""
+        if bucket.id not in self._live:
+            search = self.spec.search
+            variable = search.variable if search else None
+            value = bucket.shape_dict.get(variable) if variable else None
+            sharing = sum(
+                self._padded_bucket({**u.point, variable: value} if value is not None else u.point) == bucket
+                or (value is not None and self._padded_bucket({**u.point, variable: value}, True) == bucket)
+                for u in self.units
+            )
+            self._live[bucket.id] = max(sharing, 1) * self.runs_per_round()
+        return self._live[bucket.id]
+
     def slots_for(self, bucket: Bucket, run: Run) -> int:
         """Total slots of a bucket: a deterministic number per device, times the devices."""
-        per_round = (
-            len(self.units)
-            * len(self.spec.train.learning_rates)
-            * (self.spec.search.probes + 2 if self.spec.search else 1)
-        )
         flops = self.exp.cost("flops_per_step", padded_config(self.exp, bucket, run.config))
-        per_device = slots_per_device(flops, per_round, self.devices[0].platform, self.spec.engine.max_slots)
+        per_device = slots_per_device(flops, self.live_runs(bucket), self.platform, self.spec.engine.max_slots)
         return per_device * len(self.devices)
 
     def _new_runner(self, bucket: Bucket, run: Run, slots: int | None = None) -> BucketRunner:

@@ -32,6 +32,7 @@ class RunState(NamedTuple):
     hit_step: jax.Array  # first evaluated step whose metric reached the threshold, -1 if none
     done: jax.Array
     diverged: jax.Array
+    recent: jax.Array  # (max(Settings.give_up, 1),) best at each of the last give_up evaluations, a ring
     last: dict  # metrics at the latest evaluation
     history: dict  # metrics of every evaluation of this segment: name -> (Settings.history,); unused if 0
     history_step: jax.Array  # (Settings.history,) the step of each recorded evaluation
@@ -51,6 +52,7 @@ class Settings(NamedTuple):
     rtol: float = 1e-6
     atol: float = 1e-8
     higher_is_better: bool = True  # the success direction: reach at least (True) or at most (False)
+    give_up: int = 0  # evaluations; see `hopeless`; 0 = never give up
 
     def toward(self, value):
         """`value` on the scale where higher is better (the metric, or its negative); an involution."""
@@ -65,6 +67,19 @@ def tree_where(mask: jax.Array, new, old):
         return jnp.where(m, a, b)
 
     return jax.tree.map(pick, new, old)
+
+
+def hopeless(settings: Settings, recent: jax.Array, evaluations: jax.Array, best: jax.Array, step: jax.Array):
+    """Whether a run should give up (`Settings.give_up` = K > 0): after K evaluations, its best value
+    (on the `toward` scale), gaining what it gained over the last K evaluations every K evaluations
+    from now on, would stay below the success threshold at the end of its step budget. `recent` holds
+    the best value at each of the last K evaluations, `evaluations` counts those done before this one."""
+    k = settings.give_up
+    if not k:
+        return jnp.array(False)
+    gain = best - recent[evaluations % k]
+    remaining = (settings.steps - step) / (settings.eval_every * k)
+    return (evaluations >= k) & (best + jnp.maximum(gain, 0.0) * remaining < settings.toward(settings.hit_threshold))
 
 
 def _all_finite(tree) -> jax.Array:
@@ -113,8 +128,15 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
         reached = value >= settings.toward(settings.hit_threshold)
         hit_step = jnp.where((state.hit_step < 0) & reached, state.step, state.hit_step)
         best = jnp.maximum(state.best, value)
-        done = state.done | (best >= settings.toward(settings.stop_threshold)) | (state.step >= settings.steps)
-        return state._replace(best=best, hit_step=hit_step, done=done, last=metrics)
+        evaluations = state.step // settings.eval_every
+        done = (
+            state.done
+            | (best >= settings.toward(settings.stop_threshold))
+            | (state.step >= settings.steps)
+            | hopeless(settings, state.recent, evaluations, best, state.step)
+        )
+        recent = state.recent.at[evaluations % max(settings.give_up, 1)].set(best)
+        return state._replace(best=best, hit_step=hit_step, done=done, recent=recent, last=metrics)
 
     def rejected(metrics: dict) -> jax.Array:
         """A problem failing the experiment's precondition is never trained (see Experiment)."""
@@ -136,6 +158,7 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
             hit_step=jnp.array(-1, jnp.int32),
             done=rejected(metrics),
             diverged=jnp.array(False),
+            recent=jnp.zeros(max(settings.give_up, 1), jnp.float32),
             last=metrics,
             history={k: jnp.zeros(max(settings.history, 1), jnp.float32) for k in metrics},  # no 0-size
             history_step=jnp.zeros(max(settings.history, 1), jnp.int32),  # arrays: shard_map mistypes them
@@ -215,6 +238,7 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
             best=keep(settled.best, state.best),
             hit_step=keep(settled.hit_step, state.hit_step),
             done=keep(settled.done, state.done),
+            recent=keep(settled.recent, state.recent),
             last=keep(settled.last, state.last),
             history=keep(settled.history, state.history),
             history_step=keep(settled.history_step, state.history_step),

@@ -11,8 +11,10 @@ Layout (every section but `experiment` optional; see sweeps/ for complete exampl
                                             #       | {exponents=[a,b,step], base=2}; round = "floor"|"round"|"ceil"
     [derived]  m = "m_over_d * d"           # expressions over grid/fixed names
     [train]    steps, eval_every, metric, early_stop, learning_rates (a list = best over them, in parallel),
-               integrator ("optax" | "gradient_flow"), rtol, atol; early_stop: stop a run once its best
-               value reaches this level in the success direction (at_least: best >= x; at_most: best <= x)
+               integrator ("optax" | "gradient_flow"), rtol, atol, give_up; early_stop: stop a run once its best
+               value reaches this level in the success direction (at_least: best >= x; at_most: best <= x);
+               give_up = K: stop a run once its best value, improving at the pace of its last K
+               evaluations, could not reach the success threshold within its remaining steps (0 = off)
     [success]  metric = "test_loss", exactly one of at_least = x | at_most = x (any finite number),
                counts = "best" (default: the best evaluation decides) | "final" (the last one);
                metric defaults to train.metric. Without [success]: train.metric at least search.threshold
@@ -88,6 +90,7 @@ class TrainSpec:
     integrator: str = "optax"  # "gradient_flow": θ̇ = −∇L solved adaptively; a step = lr units of time
     rtol: float = 1e-6  # gradient_flow: the ODE solver's relative and absolute tolerances
     atol: float = 1e-8
+    give_up: int = 0  # evaluations: stop a run that cannot reach the success threshold at its recent pace; 0 = off
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,6 +217,8 @@ def parse(raw: dict, name: str, preset: str | None = None, source: str = "<spec>
     success = _success(merged, exp, train, search, problems)
     if train:
         _check_train(train, bad_train, exp, problems)
+        if "give_up" not in bad_train and train.give_up and success is None:
+            problems.append("train.give_up: needs a success rule to give up on ([success], or a search's threshold)")
     if engine:
         _check_engine(engine, bad_engine, exp, search, problems)
     points, axes, skipped = ([], (), [])
@@ -425,6 +430,8 @@ def _check_train(train: TrainSpec, bad: set, exp: Experiment | None, problems):
         for name in ("steps", "eval_every")
         if name not in bad and getattr(train, name) > MAX_INT
     ]
+    if "give_up" not in bad and train.give_up < 0:
+        problems.append(f"train.give_up: must be >= 0 evaluations (0 = off), got {train.give_up}")
     if "eval_every" not in bad and train.eval_every < 1:
         problems.append(f"train.eval_every: must be >= 1, got {train.eval_every}")
     elif not bad & {"steps", "eval_every"} and train.steps % train.eval_every:
