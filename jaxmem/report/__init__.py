@@ -1,10 +1,12 @@
 """Reports of finished (or running) sweeps: tables, fits, plots and report.md.
 
-capacity/    search sweeps: capacity per grid point over seeds, fits, collapse, capacity.png
-grid/        grid sweeps: per-point metrics, heatmap, floor and boundary, heatmap.png
+capacity/    search sweeps: capacity per grid point over seeds, fits, ratios, collapse, capacity.png,
+             the success map of the probes
+grid/        grid sweeps: per-point metrics, heatmap, floor and boundary, phase diagram, heatmap.png
 trajectory/  recorded trajectories: stages, crossings, escape-time law, rates, trends, plots
 checks/      host reference checks and rejected instances
 text         the one number formatter and markdown tables
+expressions  the report tables' expressions evaluated on table rows
 runs         the runs table: final metrics, config fields, the best run per (point, seed)
 success      the success rule in the report's words
 overview     sweep metadata, runs and buckets sections

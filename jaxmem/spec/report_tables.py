@@ -15,6 +15,19 @@ is every expression: it must parse, and use only the names the report will bind 
     expect_slope  [lo, hi]: the fitted slope passes when it lies inside
     collapse    true: how well the groups collapse onto the common law
     references  true: sampled instances re-solved on the host (jaxmem.report.checks.references)
+    fit_linear  searches: least-squares lines y = a + b·x over the grid points, beside the power law; a table
+                or a list of tables {x, y, x_label, y_label, group_by, expect_slope, min_r2}: x an expression
+                of a point's config (params and bits too), y one of the searched variable and the config
+                (default: the variable), one fit per group_by combination (default: one over every point);
+                e.g. {x = "2*m_T*d/k", y = "n", expect_slope = [2, 4], min_r2 = 0.9}
+    ratio       searches: a column of the capacity table, per point the median and min–max over the answered
+                searches of an expression of the searched variable and the config; a table or a list of
+                tables {expr, label, expect}, e.g. {expr = "n / n_cnt", label = "n*/n_cnt", expect = [2, 4]}
+    success_map searches: every probe of every search on (x, searched variable), its success rate over the
+                seeds that probed it, the per-seed answers on top (success_map.png, success_map.csv and a
+                table); {x, x_label, group_by, y_scale}: x an expression of the config (default: the
+                [report] x), one panel per group_by combination (default: [report] group_by), y_scale "log"
+                (default) or "linear". Off unless the table is given.
     heatmap, trajectory   the tables below
 
 [report.heatmap] (grid sweeps; all but x and y optional):
@@ -31,9 +44,15 @@ is every expression: it must parse, and use only the names the report will bind 
     lines       overlay lines, a list of tables {x, y, label, color, style}: one of x, y is a range
                 [lo, hi] and the other a number or an expression in that variable, e.g.
                 {x = [1280, 4700], y = "2300 - x/2"} or {x = 1280, y = [1660, 4300]}
+    levels      a phase diagram: success-rate levels in (0, 1], e.g. [0.5, 0.9]; per x the smallest y whose
+                success rate over seeds reaches each level (and y interpolated linearly where the rate
+                crosses it), as a table, a success-rate matrix and staircases on heatmap.png (default: none)
+    shade       what colours heatmap.png: "metric" (default) or "success_rate" (the seeds at threshold over
+                the seeds, 0 to 1)
 
 Each cell is one (x, y) value: per (grid point, seed) the best learning rate's metric, then the mean
-over seeds (and over grid points that share the cell). `n_success` counts the seeds at threshold.
+over seeds (and over grid points that share the cell). `n_success` counts the seeds at threshold and
+`success_rate` is n_success / seeds.
 
 [report.trajectory] (sweeps with `[engine] record_trajectory = true`; every key optional):
 
@@ -131,10 +150,12 @@ from jaxmem.spec.tables import (
     METRIC,
     Table,
     choice,
+    expect,
     expression,
     field_names,
     flag,
     formula,
+    is_number,
     names_of,
     non_negative,
     number,
@@ -148,9 +169,13 @@ DEFAULT_TOLERANCE = 0.1
 LINE_POINTS = 100
 
 REPORT_KEYS = ("title", "x", "x_label", "fit", "guide", "group_by", "expect_slope", "collapse", "references")
-REPORT_KEYS += ("heatmap", "trajectory")
+REPORT_KEYS += ("fit_linear", "ratio", "success_map", "heatmap", "trajectory")
 GUIDE_KEYS = ("expr", "label")
+LINEAR_KEYS = ("x", "y", "x_label", "y_label", "group_by", "expect_slope", "min_r2")
+RATIO_KEYS = ("expr", "label", "expect")
+SUCCESS_MAP_KEYS = ("x", "x_label", "group_by", "y_scale")
 HEATMAP_KEYS = ("x", "y", "x_label", "y_label", "metric", "better", "threshold", "vmin", "vmax", "annotate", "lines")
+HEATMAP_KEYS += ("levels", "shade")
 LINE_KEYS = ("x", "y", "label", "color", "style")
 TRAJECTORY_KEYS = ("metrics", "x", "x_scale", "y_scale", "x_label", "y_label", "title", "layout", "log_y")
 TRAJECTORY_KEYS += ("group_by", "color_by", "seeds", "references", "stages", "crossings", "plateau", "escape")
@@ -186,6 +211,11 @@ class Context:
     def run(self) -> frozenset[str] | None:
         """The names of a run's expressions: its config fields, lr and seed."""
         return None if self.config is None else self.config | {"lr", "seed"}
+
+    @property
+    def searched_sweep(self) -> bool | None:
+        """Whether the sweep searches (None: not known, the config unchecked)."""
+        return None if self.config is None else self.variable is not None
 
     @property
     def searched(self) -> frozenset[str] | None:
@@ -433,6 +463,8 @@ class HeatmapSpec:
     vmax: float | None = None
     annotate: bool | None = None
     lines: tuple[Line, ...] = ()
+    levels: tuple[float, ...] = ()
+    shade: str = "metric"
 
     def reaches(self, values) -> np.ndarray:
         """Whether each value reaches the threshold (NaN never does)."""
@@ -458,8 +490,17 @@ def read_heatmap(value, problems: list[str], context: Context) -> HeatmapSpec | 
         vmax=t.get("vmax", number),
         annotate=t.get("annotate", flag),
         lines=_all(_line, t.tables("lines", LINE_KEYS), context),
+        levels=t.get("levels", rate_levels, ()),
+        shade=t.get("shade", choice("metric", "success_rate"), "metric"),
     )
     return None if x is None or y is None else HeatmapSpec(x=x, y=y, **options)
+
+
+def rate_levels(value) -> tuple[float, ...]:
+    """Distinct success-rate levels in (0, 1], ascending."""
+    ok = isinstance(value, list) and value and all(is_number(v) and 0 < v <= 1 for v in value)
+    expect(ok and len(set(value)) == len(value), "a list of distinct numbers in (0, 1]", value)
+    return tuple(sorted(float(v) for v in value))
 
 
 def _line(t: Table, context: Context) -> Line | None:
@@ -493,6 +534,38 @@ class Guide:
 
 
 @dataclasses.dataclass(frozen=True)
+class LinearFit:
+    """y = a + b·x by least squares over the grid points of a search sweep."""
+
+    x: str  # an expression of a point's config
+    y: str | None  # an expression of the searched variable and the config; None: the variable
+    x_label: str
+    y_label: str | None
+    expect_slope: tuple[float, float] | None = None
+    min_r2: float | None = None
+    group_by: tuple[str, ...] = ()  # one fit per combination; () pools every point
+
+
+@dataclasses.dataclass(frozen=True)
+class Ratio:
+    """A per-point column of the capacity table: an expression of the searched variable and the config."""
+
+    expr: str
+    label: str
+    expect: tuple[float, float] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class SuccessMap:
+    """The probes of a search sweep on (x, searched variable), one panel per group."""
+
+    x: str | None  # an expression of the config; None: the [report] x
+    x_label: str | None
+    group_by: tuple[str, ...] | None  # None: the [report] group_by
+    y_scale: str = "log"
+
+
+@dataclasses.dataclass(frozen=True)
 class ReportSpec:
     title: str | None = None
     x: str = "params"
@@ -503,6 +576,9 @@ class ReportSpec:
     expect_slope: tuple[float, float] | None = None
     collapse: bool = False
     references: bool = False
+    fit_linear: tuple[LinearFit, ...] = ()
+    ratios: tuple[Ratio, ...] = ()
+    success_map: SuccessMap | None = None
     heatmap: HeatmapSpec | None = None
     trajectory: TrajectorySpec = dataclasses.field(default_factory=TrajectorySpec)
     search_goal: str = "largest"  # not a key: [search] goal, for the capacity section's wording
@@ -511,6 +587,8 @@ class ReportSpec:
 def read_report(value, problems: list[str], context: Context = Context()) -> ReportSpec:
     """The `[report]` table and its sub-tables (pass {} when there is none)."""
     t = Table("report", value, REPORT_KEYS, problems)
+    if context.searched_sweep is False:
+        t.problems += [f"report.{k}: needs a [search]" for k in ("fit_linear", "ratio", "success_map") if k in t.data]
     x, fit, group_by = t.get("x", text, "params"), t.get("fit", formula), t.get("group_by", field_names, ())
     t.check("x", [x], context.capacity_x, CAPACITY_X)
     t.check("fit", names_of(fit), context.searched, SEARCHED)
@@ -528,6 +606,9 @@ def read_report(value, problems: list[str], context: Context = Context()) -> Rep
         expect_slope=expect_slope,
         collapse=t.get("collapse", flag, False),
         references=t.get("references", flag, False),
+        fit_linear=_all(_linear_fit, t.tables("fit_linear", LINEAR_KEYS, single=True), context),
+        ratios=_all(_ratio, t.tables("ratio", RATIO_KEYS, single=True), context),
+        success_map=_success_map(t, context) if "success_map" in t.data else None,
         heatmap=read_heatmap(t.data["heatmap"], problems, context) if "heatmap" in t.data else None,
         trajectory=read_trajectory(t.data.get("trajectory", {}), problems, context),
         search_goal=context.goal,
@@ -541,3 +622,38 @@ def _guide(parent: Table, context: Context) -> Guide | None:
     expr, label = t.need("expr", formula), t.get("label", text)
     t.check("expr", names_of(expr), context.searched, SEARCHED)
     return None if expr is None else Guide(expr, label or expr)
+
+
+def _bounds(t: Table, key: str) -> tuple[float, float] | None:
+    """An optional [lo, hi] with lo <= hi."""
+    value = t.get(key, pair)
+    if value is not None and value[0] > value[1]:
+        t.problems.append(f"{t.path}.{key}: lo must not exceed hi, got {list(value)}")
+    return value
+
+
+def _linear_fit(t: Table, context: Context) -> LinearFit | None:
+    x, y = t.need("x", formula), t.get("y", formula)
+    t.check("x", names_of(x), context.capacity_x, CAPACITY_X)
+    t.check("y", names_of(y), context.capacity_x, CAPACITY_X)
+    x_label, y_label = t.get("x_label", text, x), t.get("y_label", text, y)
+    expect_slope, min_r2 = _bounds(t, "expect_slope"), t.get("min_r2", number)
+    group_by = t.get("group_by", field_names, ())
+    t.check("group_by", group_by, context.config, CONFIG)
+    return None if x is None else LinearFit(x, y, x_label, y_label, expect_slope, min_r2, group_by)
+
+
+def _ratio(t: Table, context: Context) -> Ratio | None:
+    expr, label = t.need("expr", formula), t.get("label", text)
+    t.check("expr", names_of(expr), context.capacity_x, CAPACITY_X)
+    expect_range = _bounds(t, "expect")
+    return None if expr is None else Ratio(expr, label or expr, expect_range)
+
+
+def _success_map(parent: Table, context: Context) -> SuccessMap | None:
+    t = Table(f"{parent.path}.success_map", parent.data["success_map"], SUCCESS_MAP_KEYS, parent.problems)
+    x, group_by = t.get("x", formula), t.get("group_by", field_names)
+    t.check("x", names_of(x), context.config, CONFIG)
+    t.check("group_by", group_by or (), context.config, CONFIG)
+    y_scale = t.get("y_scale", choice("log", "linear"), "log")
+    return SuccessMap(x, t.get("x_label", text), group_by, y_scale)

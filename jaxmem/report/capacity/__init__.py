@@ -1,2 +1,3 @@
-"""Search sweeps: capacity (or threshold) per grid point over seeds, power-law fits, collapse, bits per
-parameter, capacity.png and their report.md sections."""
+"""Search sweeps: capacity (or threshold) per grid point over seeds, power-law and linear fits, per-point
+ratios, collapse, bits per parameter, the success map of the probes, capacity.png and their report.md
+sections."""

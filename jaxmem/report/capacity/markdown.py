@@ -10,7 +10,8 @@ import pandas as pd
 
 from jaxmem.report.capacity.at_capacity import capacity_metrics_table
 from jaxmem.report.capacity.points import point_table
-from jaxmem.report.capacity.searches import group_columns, varying_columns, x_column
+from jaxmem.report.capacity.ratio import capacity_points, ratio_cell, ratio_summary, ratio_table
+from jaxmem.report.capacity.searches import group_columns, usable_mask, varying_columns, x_column
 from jaxmem.report.runs import metric_columns
 from jaxmem.report.success import better, metric_label, rule_text
 from jaxmem.report.text import DASH, markdown_table, mean_std, number
@@ -57,14 +58,16 @@ def sorted_points(table: pd.DataFrame, report_spec: ReportSpec, searches: pd.Dat
 def capacity_section(report_spec: ReportSpec, searches: pd.DataFrame, variable: str, rule: SuccessRule | None) -> str:
     """The per-point capacity table: censored quantiles, answered and censored counts, the answered
     searches' mean ± std and bits per parameter."""
-    table = sorted_points(point_table(searches, x_column(report_spec, searches)), report_spec, searches)
+    table = sorted_points(capacity_points(report_spec, searches, variable), report_spec, searches)
     columns = list(dict.fromkeys(point_keys(report_spec, searches) + ["params"]))
+    ratios = report_spec.ratios
     headers = columns + [
         f"{variable} median",
         "25–75 %",
         "answered",
         "censored",
         "mean ± std (answered)",
+        *(f"{r.label} median (min–max)" for r in ratios),
         "bits/param",
     ]
     rows = [
@@ -76,6 +79,7 @@ def capacity_section(report_spec: ReportSpec, searches: pd.DataFrame, variable: 
             f"{r['n_seeds']}/{r['n_searches']}",
             censored_text(r),
             mean_std(r["capacity_mean"], r["capacity_std"]),
+            *(ratio_cell(r, ratio) for ratio in ratios),
             r["bits_per_param_mean"],
         ]
         for r in table.to_dict("records")
@@ -83,7 +87,12 @@ def capacity_section(report_spec: ReportSpec, searches: pd.DataFrame, variable: 
     extreme = "Smallest" if report_spec.search_goal == "smallest" else "Largest"
     judged = f" ({rule_text(rule)})" if rule is not None else ""
     intro = f"{extreme} {variable} reaching the success threshold{judged}, per grid point over its searches."
-    return f"## Capacity\n\n{intro} {CENSORING}\n\n" + markdown_table(headers, rows)
+    text = f"## Capacity\n\n{intro} {CENSORING}\n\n" + markdown_table(headers, rows)
+    if ratios:
+        answered = searches[usable_mask(searches, x_column(report_spec, searches))]
+        summaries = [ratio_summary(r, ratio_table(r, answered, variable)) for r in ratios]
+        text += "\n\nRatios over the answered searches of each point:\n\n" + "\n".join(summaries)
+    return text
 
 
 def left_out_text(summary: dict) -> str:

@@ -1,4 +1,5 @@
-"""The report files of a search sweep: capacity.csv, capacity.png and the report.md sections."""
+"""The report files of a search sweep: capacity.csv, capacity.png, with a `success_map` table
+success_map.csv and success_map.png, and the report.md sections."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ import pandas as pd
 from jaxmem.report.capacity.fit import summarise
 from jaxmem.report.capacity.markdown import bits_section, capacity_section, metrics_at_capacity_section, slope_section
 from jaxmem.report.capacity.plot import plot_capacity
-from jaxmem.report.capacity.points import point_table
-from jaxmem.report.capacity.searches import x_column
+from jaxmem.report.capacity.linear import linear_section
+from jaxmem.report.capacity.ratio import capacity_points
+from jaxmem.report.capacity.searches import usable_mask, x_column
+from jaxmem.report.capacity.success_map import answers, map_axes, probe_table, success_map_section
+from jaxmem.report.capacity.success_map_plot import plot_success_map
 from jaxmem.report.files import write_csv
 from jaxmem.spec.report_tables import ReportSpec
 from jaxmem.spec.sweep import SuccessRule
@@ -29,10 +33,28 @@ def write_capacity_report(
     report.md sections."""
     summary = summarise(report_spec, searches)
     variable = summary["variable"]
-    written.append(write_csv(point_table(searches, x_column(report_spec, searches)), Path(out_dir) / "capacity.csv"))
-    sections = [capacity_section(report_spec, searches, variable, rule), slope_section(summary), bits_section(summary)]
+    written.append(write_csv(capacity_points(report_spec, searches, variable), Path(out_dir) / "capacity.csv"))
+    answered = searches[usable_mask(searches, x_column(report_spec, searches))]
+    sections = [capacity_section(report_spec, searches, variable, rule), slope_section(summary)]
+    sections += [linear_section(report_spec.fit_linear, answered, variable), bits_section(summary)]
     if summary["n_points"] > 0:
         written.append(plot_capacity(Path(out_dir) / "capacity.png", report_spec, searches, summary))
         sections.append("## Plot\n\n![capacity](capacity.png)")
+    if report_spec.success_map is not None and not runs.empty:
+        sections.append(write_success_map(Path(out_dir), report_spec, searches, runs, variable, written))
     sections.append(metrics_at_capacity_section(report_spec, searches, runs, variable, rule, train_metric))
     return sections
+
+
+def write_success_map(
+    out_dir: Path, report_spec: ReportSpec, searches: pd.DataFrame, runs: pd.DataFrame, variable: str, written: list
+) -> str:
+    """Write success_map.csv and success_map.png (appended to `written`); return the report.md section."""
+    table = probe_table(report_spec, runs)
+    written.append(write_csv(table, out_dir / "success_map.csv"))
+    if table.empty:
+        return success_map_section(report_spec, table, searches, None)
+    x_label = report_spec.success_map.x_label or map_axes(report_spec)[0]
+    found = answers(report_spec, searches)
+    written.append(plot_success_map(out_dir / "success_map.png", report_spec, table, found, variable, x_label))
+    return success_map_section(report_spec, table, searches, "success_map.png")

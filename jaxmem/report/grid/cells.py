@@ -10,19 +10,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from jaxmem.report.expressions import row_values
 from jaxmem.report.runs import best_runs, config_fields, metric_names
-from jaxmem.spec.expr import evaluate, names_in
 from jaxmem.spec.report_tables import HeatmapSpec
-
-
-def axis_values(expression: str, runs: pd.DataFrame) -> pd.Series:
-    """The expression evaluated on each run's numeric config fields."""
-    numeric = [c for c in names_in(expression) if c in runs]
-    values = []
-    for row in runs[numeric].to_dict("records"):
-        names = {k: v.item() if hasattr(v, "item") else v for k, v in row.items()}
-        values.append(float(evaluate(expression, names)))
-    return pd.Series(values, index=runs.index, dtype=float)
 
 
 def point_cells(runs: pd.DataFrame, spec: HeatmapSpec | None = None, better: str = "max") -> pd.DataFrame:
@@ -37,7 +27,7 @@ def point_cells(runs: pd.DataFrame, spec: HeatmapSpec | None = None, better: str
     metric, better = (spec.metric, spec.better) if spec is not None else ("max_metric", better)
     best = best_runs(runs, metric, better).copy()
     if spec is not None:
-        best["x"], best["y"] = axis_values(spec.x, best), axis_values(spec.y, best)
+        best["x"], best["y"] = row_values(spec.x, best), row_values(spec.y, best)
         best["success_seed"] = spec.reaches(pd.to_numeric(best[metric], errors="coerce"))
     values = list(dict.fromkeys([metric, *metric_names(best)]))
     for column in values:

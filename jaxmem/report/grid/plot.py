@@ -1,5 +1,6 @@
-"""heatmap.png: the metric over the (x, y) cells in data units, with the measured success boundary
-and the report's overlay lines (e.g. a paper's hand-drawn boundary)."""
+"""heatmap.png: the metric (or the success rate) over the (x, y) cells in data units, with the measured
+success boundary, the phase boundaries of the success-rate levels and the report's overlay lines (e.g. a
+paper's hand-drawn boundary)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from jaxmem.report.success import comparison  # noqa: E402
-from jaxmem.report.text import number  # noqa: E402
+from jaxmem.report.text import number, percent  # noqa: E402
 from jaxmem.spec.report_tables import HeatmapSpec  # noqa: E402
 
 ANNOTATE_MAX = 20
+LEVEL_COLORS = ("orange", "red", "magenta", "cyan")
+STROKE = [patheffects.withStroke(linewidth=3.5, foreground="black")]
 
 
 def cell_edges(values) -> np.ndarray:
@@ -58,15 +61,23 @@ def value_grid(cells: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray
 
 
 def plot_heatmap(
-    path: Path, spec: HeatmapSpec, cells: pd.DataFrame, boundary: list[dict], title: str, label: str
+    path: Path,
+    spec: HeatmapSpec,
+    cells: pd.DataFrame,
+    boundary: list[dict],
+    title: str,
+    label: str,
+    phases: dict[float, list[dict]] | None = None,
 ) -> Path:
-    """Write the heatmap of `spec.metric` (named `label`) to `path` and return it."""
-    xs, ys, grid = value_grid(cells, spec.metric)
+    """Write the heatmap of `spec.metric` (named `label`), or of the success rate with `spec.shade`, to
+    `path` and return it; `phases` are the rate levels' boundaries (jaxmem.report.grid.phase)."""
+    rate = spec.shade == "success_rate"
+    xs, ys, grid = value_grid(cells, "success_rate" if rate else spec.metric)
+    vmin, vmax = (0.0, 1.0) if rate else (spec.vmin, spec.vmax)
     fig, ax = plt.subplots(figsize=(8, 6))
-    mesh = ax.pcolormesh(
-        cell_edges(xs), cell_edges(ys), np.ma.masked_invalid(grid), cmap="viridis", vmin=spec.vmin, vmax=spec.vmax
-    )
-    fig.colorbar(mesh, ax=ax, label=label)
+    values = np.ma.masked_invalid(grid)
+    mesh = ax.pcolormesh(cell_edges(xs), cell_edges(ys), values, cmap="viridis", vmin=vmin, vmax=vmax)
+    fig.colorbar(mesh, ax=ax, label="success rate over seeds" if rate else label)
     annotate = spec.annotate if spec.annotate is not None else (len(xs) <= ANNOTATE_MAX and len(ys) <= ANNOTATE_MAX)
     if annotate:
         lo, hi = mesh.get_clim()
@@ -85,15 +96,19 @@ def plot_heatmap(
             "--",
             color="white",
             lw=2,
-            path_effects=[patheffects.withStroke(linewidth=3.5, foreground="black")],
+            path_effects=STROKE,
             label=f"measured: {label} {comparison(spec.better, spec.threshold)} above",
         )
+    for i, (level, rows) in enumerate((phases or {}).items()):
+        px, py = boundary_path(rows, xs, ys)
+        color = LEVEL_COLORS[i % len(LEVEL_COLORS)]
+        ax.plot(px, py, "-", color=color, lw=2, path_effects=STROKE, label=f"success rate ≥ {percent(level)} above")
     for line in spec.lines:
         ax.plot(line.x, line.y, line.style, color=line.color, lw=2, label=line.label)
     ax.set_xlabel(spec.x_label)
     ax.set_ylabel(spec.y_label)
     ax.set_title(title)
-    if found or spec.lines:
+    if found or spec.lines or phases:
         ax.legend(fontsize="small", loc="upper right", framealpha=0.8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -1,5 +1,6 @@
 """The report files of a grid sweep: with a `[report.heatmap]` table heatmap.csv, heatmap.png, the floor
-and the boundary; always one row of metrics per grid point in report.md."""
+and the boundary (and with `levels` the phase diagram of the success rate); always one row of metrics per
+grid point in report.md."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pandas as pd
 from jaxmem.report.files import write_csv
 from jaxmem.report.grid.cells import heatmap_cells, point_cells
 from jaxmem.report.grid.markdown import heatmap_section, points_section
+from jaxmem.report.grid.phase import phase_boundaries, phase_section, with_rate
 from jaxmem.report.grid.plot import plot_heatmap
 from jaxmem.report.grid.tradeoff import analyse
 from jaxmem.report.success import better, metric_label
@@ -37,14 +39,20 @@ def write_grid_report(
     sections = []
     if spec is not None:
         cells = heatmap_cells(points, spec)
+        rated = spec.levels or spec.shade == "success_rate"
+        cells = with_rate(cells) if rated else cells
+        phases = phase_boundaries(cells, spec.levels) if spec.levels and not cells.empty else None
         written.append(write_csv(cells, Path(out_dir) / "heatmap.csv"))
         analysis = analyse(cells)
         label = metric_label(spec.metric, rule, train_metric)
         plot_name = None
         if cells[spec.metric].notna().any():
             title = report_spec.title or "Heatmap"
-            written.append(plot_heatmap(Path(out_dir) / "heatmap.png", spec, cells, analysis["boundary"], title, label))
+            path = Path(out_dir) / "heatmap.png"
+            written.append(plot_heatmap(path, spec, cells, analysis["boundary"], title, label, phases))
             plot_name = "heatmap.png"
         sections.append(heatmap_section(spec, cells, analysis, label, plot_name))
+        if phases:
+            sections.append(phase_section(spec.x_label, spec.y_label, cells, phases))
     sections.append(points_section(points, spec, rule, train_metric))
     return sections

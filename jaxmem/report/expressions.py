@@ -1,0 +1,19 @@
+"""Expressions of the report's tables (jaxmem.spec.expr) evaluated on the rows of a runs or searches table."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from jaxmem.spec.expr import evaluate, names_in
+
+
+def row_values(expression: str, frame: pd.DataFrame, bind: dict[str, str] | None = None) -> pd.Series:
+    """The expression evaluated on each row's columns (floats); `bind` maps a name to the column that
+    holds its value (e.g. the searched variable to `capacity`)."""
+    columns = {name: (bind or {}).get(name, name) for name in names_in(expression)}
+    columns = {name: column for name, column in columns.items() if column in frame}
+    values = []
+    for row in frame[list(columns.values())].itertuples(index=False):
+        names = {name: v.item() if hasattr(v, "item") else v for name, v in zip(columns, row)}
+        values.append(float(evaluate(expression, names)))
+    return pd.Series(values, index=frame.index, dtype=float)
