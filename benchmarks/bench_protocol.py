@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 HERE = Path(__file__).resolve().parent
 
 GRIDS = {  # the issue's grids (spec §4.2, §4.3), the authors' rate and step budget of each
@@ -46,7 +48,6 @@ GRIDS = {  # the issue's grids (spec §4.2, §4.3), the authors' rate and step b
 }
 SEEDS_DEFAULT = [0, 1, 11, 111, 42]
 THRESHOLD = 0.99
-GIVE_UP = 8  # jaxmem's early-failure window (evaluations), as validated in RESULTS_give_up.md
 
 
 # -- the authors' protocol (child) ----------------------------------------------------------------------------
@@ -213,6 +214,100 @@ def measure(case: str, grid: str, core: int, give_up: int) -> dict:
     return {**json.loads(line[len("RESULT ") :]), "process_s": wall}
 
 
+def protocol_summary(r: dict) -> dict:
+    """The protocol's measurements in jaxmem's terms: capacity per d (seed 0), probes, steps."""
+    searches = r["searches"]
+    return {
+        "capacity": {d: {str(SEEDS_DEFAULT[0]): float(s["capacity"])} for d, s in searches.items()},
+        "compiles": 2 * sum(len(s["probes"]) for s in searches.values()),  # a step and an accuracy per probe
+        "runs": sum(len(s["probes"]) for s in searches.values()),
+        "steps": sum(p["steps"] for s in searches.values() for p in s["probes"]),
+        "process_s": r["process_s"],
+    }
+
+
+def capacities(r: dict, d: str) -> str:
+    values = sorted(r["capacity"].get(d, {}).values())
+    if len(values) == 1:
+        return f"{values[0]:g}"
+    return f"{np.median(values):g} ({values[0]:g}–{values[-1]:g})" if values else "—"
+
+
+def markdown(results: dict, machine: dict, give_up: int) -> str:
+    """The results file: per grid, every case's time, work and capacities, and the acceptance checks."""
+    from common import md_table
+
+    lines = [
+        "# Whole capacity searches: jaxmem against the authors' protocol",
+        "",
+        "Written by `python benchmarks/bench_protocol.py` in one invocation: every case in its own child",
+        "process, one after another, all pinned to the same core (`taskset`), with a cold compile cache",
+        "(jaxmem's persistent cache off; the protocol jits every probe afresh, as the authors' loop does).",
+        "Wall = the child process, start-up and imports included.",
+        "",
+        *md_table(["", ""], [[k, v] for k, v in machine.items()]),
+        "Cases: **protocol** = the authors' protocol written from the spec (§4.2–4.3), seed 0; **jaxmem",
+        'paper** = the same grid, seed and rate with `[search] mode = "paper"`; **jaxmem default** = 5 seeds',
+        f"(0, 1, 11, 111, 42) in jaxmem's default `verified` mode. jaxmem's `[train] give_up` = {give_up}",
+        "(0 = off: the rule is not validated, see RESULTS_give_up.md).",
+        "",
+    ]
+    for grid, g in GRIDS.items():
+        cases = {c: r for (gr, c), r in results.items() if gr == grid}
+        if not cases:
+            continue
+        if "protocol" in cases:
+            cases["protocol"] = protocol_summary(cases["protocol"])
+        ds = [str(d) for d in g["d"]]
+        lines += [
+            f"## {g['model']} memory: d ∈ {g['d']}, N ∈ [d, {g['hi']}], lr {g['lr']:g}, {g['steps']} steps",
+            "",
+        ]
+        base = cases.get("protocol", {}).get("process_s")
+        rows = [
+            [
+                c,
+                f"{r['process_s']:.1f}",
+                f"{base / r['process_s']:.2f}" if base else "—",
+                r["compiles"],
+                f"{r['compile_s']:.1f}" if "compile_s" in r else "—",
+                r["runs"],
+                f"{r['steps']:,}",
+                *(capacities(r, d) for d in ds),
+            ]
+            for c, r in cases.items()
+        ]
+        cols = ["case", "wall s:", "protocol ÷ case:", "compiles:", "compile s:", "runs:", "steps:"]
+        lines += md_table(cols + [f"N* at d = {d}:" for d in ds], rows)
+        lines += acceptance(cases, ds)
+    return "\n".join(lines) + "\n"
+
+
+def acceptance(cases: dict, ds: list[str]) -> list[str]:
+    """The issue's three checks on one grid, where the cases ran."""
+    out = []
+    protocol, paper, default = (cases.get(c) for c in ("protocol", "jaxmem-paper", "jaxmem-default"))
+    if protocol and paper:
+        ratio = protocol["process_s"] / paper["process_s"]
+        out.append(f"- jaxmem `paper` mode is {ratio:.2f}× the protocol's speed (target ≥ 3): **{_pass(ratio >= 3)}**.")
+        gaps = [abs(paper["capacity"][d]["0"] / protocol["capacity"][d]["0"] - 1) for d in ds]
+        out.append(
+            f"- Capacities differ from the protocol's by at most {100 * max(gaps):.1f}% (target ≤ 10%): "
+            f"**{_pass(max(gaps) <= 0.10)}**."
+        )
+    if protocol and default:
+        ok = default["process_s"] <= protocol["process_s"]
+        out.append(
+            f"- 5 seeds in jaxmem's default mode took {default['process_s']:.1f} s against the protocol's "
+            f"{protocol['process_s']:.1f} s for one seed (target ≤): **{_pass(ok)}**."
+        )
+    return out + [""]
+
+
+def _pass(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -220,28 +315,33 @@ def main() -> None:
     parser.add_argument("--grids", default="linear,mlp")
     parser.add_argument("--cases", default="protocol,jaxmem-paper,jaxmem-default")
     parser.add_argument("--core", type=int, default=0)
-    parser.add_argument("--give-up", type=int, default=GIVE_UP, help="jaxmem's [train] give_up (0 = off)")
+    parser.add_argument("--give-up", type=int, default=0, help="jaxmem's [train] give_up (0 = off, the default)")
     parser.add_argument("--out", default=str(HERE / "RESULTS_protocol.md"))
     parser.add_argument("--json", default=None, help="also dump the raw measurements here")
+    parser.add_argument("--render", default=None, help="write --out from a --json file of an earlier invocation")
     args = parser.parse_args()
     if args.child:
         child(args)
         return
-    results = {}
+    sys.path.insert(0, str(HERE))
+    from common import machine
+
+    if args.render:
+        raw = json.loads(Path(args.render).read_text())
+        results = {tuple(k.split("/")): v for k, v in raw["results"].items()}
+        Path(args.out).write_text(markdown(results, raw["machine"], raw["give_up"]))
+        return
+    results, about = {}, {**machine(), "pinned to core": args.core}
     for grid in args.grids.split(","):
         for case in args.cases.split(","):
             print(f"[bench {time.strftime('%H:%M:%S')}] {case} on {grid} ...", file=sys.stderr, flush=True)
             results[(grid, case)] = r = measure(case, grid, args.core, args.give_up)
             print(f"[bench] {case} on {grid}: {r['process_s']:.1f} s", file=sys.stderr, flush=True)
     if args.json:
-        Path(args.json).write_text(json.dumps({f"{g}/{c}": r for (g, c), r in results.items()}, indent=1))
-    print(
-        json.dumps(
-            {f"{g}/{c}": {k: v for k, v in r.items() if k != "searches"} for (g, c), r in results.items()},
-            indent=1,
-            default=str,
-        )
-    )
+        raw = {"machine": about, "give_up": args.give_up, "results": {f"{g}/{c}": r for (g, c), r in results.items()}}
+        Path(args.json).write_text(json.dumps(raw, indent=1))
+    Path(args.out).write_text(markdown(results, about, args.give_up))
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from concurrent import futures
+from typing import Callable
 import json
 import math
 import shutil
@@ -130,6 +132,8 @@ class Sweep:
         self.outcomes = store.finished_runs()
         self.searches_done = store.finished_searches()
         self.runners: dict[str, BucketRunner] = {}
+        self.compiler = futures.ThreadPoolExecutor(1, thread_name_prefix="jaxmem-compile")  # off the critical path
+        self.compiling: dict[str, tuple] = {}  # bucket id -> (bucket, template run, future, compile rows)
         self.pending: dict[str, Run] = {}
         self.enqueued: set[str] = set()  # run ids handed to a runner (a runner keeps a run until it finishes)
         self.run_cache: dict[tuple, list[Run]] = {}  # see _runs_for
@@ -255,14 +259,30 @@ class Sweep:
         config[search.variable] = max(config[search.variable], floor)
         return bucket_of(self.exp, config, self.pad)
 
-    def _runner(self, run: Run) -> BucketRunner:
+    def _runner(self, run: Run) -> BucketRunner | None:
+        """The runner of the run's bucket, or None while its program compiles in the background (the
+        first run of a bucket starts that compile: the other buckets keep running meanwhile)."""
         bucket = self.bucket_for(run)
         runner = self.runners.get(bucket.id)
-        if runner is None:
+        if runner is None and bucket.id not in self.compiling:
             self._check_signal()  # a stop request is honoured before compiling another bucket
-            runner = self._new_runner(bucket, run)
-            self.runners[bucket.id] = runner
+            compiles: list[tuple] = []  # the store is written by this thread only: rows wait here
+            slots = self.slots_for(bucket, run)
+            future = self.compiler.submit(self.compile_bucket, bucket, run, slots, lambda *row: compiles.append(row))
+            self.compiling[bucket.id] = (bucket, run, future, compiles)
         return runner
+
+    def _start_compiled(self, wait: bool) -> None:
+        """Make runners of the buckets whose compiles finished (with `wait`, block until one has)."""
+        if wait and self.compiling:
+            futures.wait([f for _, _, f, _ in self.compiling.values()], return_when=futures.FIRST_COMPLETED)
+        for bucket_id, (bucket, run, future, compiles) in list(self.compiling.items()):
+            if not future.done():
+                continue
+            del self.compiling[bucket_id]
+            for row in compiles:
+                self.store.add_compile(*row)
+            self.runners[bucket_id] = self._runner_with(bucket, run, future.result())
 
     def runs_per_round(self) -> int:
         """The runs one unit has live at once: one per learning rate, times the values a search round
@@ -294,12 +314,17 @@ class Sweep:
         per_device = slots_per_device(flops, self.live_runs(bucket), self.platform, self.spec.engine.max_slots)
         return per_device * len(self.devices)
 
-    def _new_runner(self, bucket: Bucket, run: Run, slots: int | None = None) -> BucketRunner:
+    def _new_runner(self, bucket: Bucket, run: Run, slots: int) -> BucketRunner:
+        """A runner of `bucket` with `slots` slots, compiled now (in this thread)."""
+        program = self.compile_bucket(bucket, run, slots, lambda *row: self.store.add_compile(*row))
+        return self._runner_with(bucket, run, program)
+
+    def _runner_with(self, bucket: Bucket, run: Run, program: Program) -> BucketRunner:
         return BucketRunner(
             self.exp,
             bucket,
             self.settings,
-            self.compile_bucket(bucket, run, slots or self.slots_for(bucket, run)),
+            program,
             run,
             self.out_dir / "checkpoints" / bucket.id,
             self.pending.get,
@@ -322,12 +347,14 @@ class Sweep:
         fitting = device_memory.fitting_slots(slots // n, state, self.budget)
         return fitting * n, one_run * fitting
 
-    def compile_bucket(self, bucket: Bucket, template: Run, slots: int) -> Program:
+    def compile_bucket(
+        self, bucket: Bucket, template: Run, slots: int, record: Callable = lambda *row: None
+    ) -> Program:
         """The bucket's program with `slots` slots, or with fewer (powers of two per device) while its
         memory per device is over the budget: first by the size of the run state (known before
         compiling, a lower bound), then by XLA's memory analysis of the compiled program, or when XLA
         runs out of memory compiling it. A program over the budget with one slot per device is refused
-        (OutOfMemory) before it runs."""
+        (OutOfMemory) before it runs. `record(bucket, shape, slots, seconds, at)` is told of every compile."""
         n = len(self.devices)
         slots, _ = self.fitting_state(bucket, template, slots)
         while True:
@@ -339,7 +366,7 @@ class Sweep:
                     raise
                 reason, slots = f"out of memory compiling it ({_first_line(err)})", slots // 2
             else:
-                self.store.add_compile(bucket.id, bucket.shape_dict, slots, program.seconds, time.time())
+                record(bucket.id, bucket.shape_dict, slots, program.seconds, time.time())
                 if program.peak_bytes <= self.budget:
                     return program
                 if slots <= n:
@@ -385,12 +412,15 @@ class Sweep:
 
     # -- main loop -----------------------------------------------------------------------------------
     def run(self) -> None:
+        try:
+            self._run()
+        finally:
+            self.compiler.shutdown(wait=False, cancel_futures=True)
+
+    def _run(self) -> None:
         while True:
             self.store.add_searches(self.refresh())
-            for run in self.pending.values():
-                if run.run_id not in self.enqueued:  # once: its bucket and the runner's checks cost O(slots)
-                    self._runner(run).enqueue(run)
-                    self.enqueued.add(run.run_id)
+            self._enqueue_pending()
             self._check_signal()
             active = [r for r in self.runners.values() if r.has_work()]
             self.progress.update(
@@ -399,7 +429,10 @@ class Sweep:
                 searches=(len(self.searches_done), len(self.mine) if self.spec.search else 0),
             )
             if not active:
-                break
+                if not self.compiling:
+                    break
+                self._start_compiled(wait=True)
+                continue
             runner = active[self.turn % len(active)]
             self.turn += 1
             segment = self._step(runner)
@@ -412,6 +445,7 @@ class Sweep:
             )
             self.outcomes.update((f.run.run_id, (self._success(f), f.diverged)) for f in finished)
             runner.checkpoint()
+            self._start_compiled(wait=False)
             self.progress.advance(steps=steps, runs=len(finished))
             for f in finished:
                 if f.diverged:
@@ -427,6 +461,14 @@ class Sweep:
         for runner in self.runners.values():
             runner.close(remove_checkpoints=True)
         shutil.rmtree(self.out_dir / "checkpoints", ignore_errors=True)  # also those of a run killed after its last row
+
+    def _enqueue_pending(self) -> None:
+        """Hand every pending run to its bucket's runner, once (its bucket and the runner's checks cost
+        O(slots)); a run whose bucket is still compiling waits for the next call."""
+        for run in self.pending.values():
+            if run.run_id not in self.enqueued and (runner := self._runner(run)) is not None:
+                runner.enqueue(run)
+                self.enqueued.add(run.run_id)
 
     def _failed_checks(self, f: Finished) -> list[str]:
         """The experiment's precondition checks the run's problem failed at initialisation (see Experiment)."""
