@@ -42,6 +42,7 @@ from jaxmem.persistence.lock import OutputLock
 from jaxmem.plan.runs import Run, make_run, point_id
 from jaxmem.plan.buckets import Bucket, bucket_of, padded_config, padder
 from jaxmem.driver.progress import Progress
+from jaxmem.driver.resume import PLANNED, Found, inflight, planned
 from jaxmem.engine.program import Settings
 from jaxmem.report.from_store import report
 from jaxmem.persistence.shards import merge_shards
@@ -133,7 +134,8 @@ class Sweep:
         self.searches_done = store.finished_searches()
         self.runners: dict[str, BucketRunner] = {}
         self.compiler = futures.ThreadPoolExecutor(1, thread_name_prefix="jaxmem-compile")  # off the critical path
-        self.compiling: dict[str, tuple] = {}  # bucket id -> (bucket, template run, future, compile rows)
+        self.to_compile: dict[str, tuple[Bucket, Run]] = {}  # buckets waiting for (or in) their compile, in order
+        self.compiling: tuple | None = None  # (future, compile rows) of the compile running now
         self.pending: dict[str, Run] = {}
         self.enqueued: set[str] = set()  # run ids handed to a runner (a runner keeps a run until it finishes)
         self.run_cache: dict[tuple, list[Run]] = {}  # see _runs_for
@@ -260,29 +262,43 @@ class Sweep:
         return bucket_of(self.exp, config, self.pad)
 
     def _runner(self, run: Run) -> BucketRunner | None:
-        """The runner of the run's bucket, or None while its program compiles in the background (the
-        first run of a bucket starts that compile: the other buckets keep running meanwhile)."""
+        """The runner of the run's bucket, or None while its program waits for or is in its compile: one
+        compile at a time runs in a background thread while the other buckets train."""
         bucket = self.bucket_for(run)
         runner = self.runners.get(bucket.id)
-        if runner is None and bucket.id not in self.compiling:
-            self._check_signal()  # a stop request is honoured before compiling another bucket
-            compiles: list[tuple] = []  # the store is written by this thread only: rows wait here
-            slots = self.slots_for(bucket, run)
-            future = self.compiler.submit(self.compile_bucket, bucket, run, slots, lambda *row: compiles.append(row))
-            self.compiling[bucket.id] = (bucket, run, future, compiles)
+        if runner is None and bucket.id not in self.to_compile:
+            self.to_compile[bucket.id] = (bucket, run)
+            self._compile_next()
         return runner
 
+    def _compile_next(self) -> None:
+        """Start the next bucket's compile when none is running. A stop request is honoured first:
+        after a signal no other bucket starts compiling (a compile can outlast a grace period)."""
+        if self.compiling is not None or not self.to_compile:
+            return
+        self._check_signal()
+        bucket, run = next(iter(self.to_compile.values()))
+        rows: list[tuple] = []  # the store is written by the driver's thread only: compile rows wait here
+        slots = self.slots_for(bucket, run)
+        future = self.compiler.submit(self.compile_bucket, bucket, run, slots, lambda *row: rows.append(row))
+        self.compiling = (future, rows)
+
     def _start_compiled(self, wait: bool) -> None:
-        """Make runners of the buckets whose compiles finished (with `wait`, block until one has)."""
-        if wait and self.compiling:
-            futures.wait([f for _, _, f, _ in self.compiling.values()], return_when=futures.FIRST_COMPLETED)
-        for bucket_id, (bucket, run, future, compiles) in list(self.compiling.items()):
-            if not future.done():
-                continue
-            del self.compiling[bucket_id]
-            for row in compiles:
-                self.store.add_compile(*row)
-            self.runners[bucket_id] = self._runner_with(bucket, run, future.result())
+        """Make the runner of the bucket whose compile finished (with `wait`, wait for it), then start
+        the next compile."""
+        if self.compiling is None:
+            return
+        future, rows = self.compiling
+        if wait:
+            futures.wait([future])
+        if not future.done():
+            return
+        bucket, run = self.to_compile.pop(next(iter(self.to_compile)))
+        self.compiling = None
+        for row in rows:
+            self.store.add_compile(*row)
+        self.runners[bucket.id] = self._runner_with(bucket, run, future.result())
+        self._compile_next()
 
     def runs_per_round(self) -> int:
         """The runs one unit has live at once: one per learning rate, times the values a search round
@@ -320,7 +336,7 @@ class Sweep:
         return self._runner_with(bucket, run, program)
 
     def _runner_with(self, bucket: Bucket, run: Run, program: Program) -> BucketRunner:
-        return BucketRunner(
+        runner = BucketRunner(
             self.exp,
             bucket,
             self.settings,
@@ -330,6 +346,9 @@ class Sweep:
             self.pending.get,
             self.spec.engine.segment_seconds,
         )
+        if runner.occupied:
+            self.progress.note(f"bucket {bucket.id}: {runner.occupied} in-flight runs restored from its checkpoint")
+        return runner
 
     def fitting_state(self, bucket: Bucket, template: Run, slots: int) -> tuple[int, int]:
         """(slots, bytes per device of their run state): `slots`, or fewer (powers of two per device) while
@@ -429,7 +448,7 @@ class Sweep:
                 searches=(len(self.searches_done), len(self.mine) if self.spec.search else 0),
             )
             if not active:
-                if not self.compiling:
+                if self.compiling is None:
                     break
                 self._start_compiled(wait=True)
                 continue
@@ -549,6 +568,7 @@ def claim(store: Store, spec: SweepSpec) -> None:
             "resolved_spec": resolved,
             "elapsed_s": str(total),
             SESSION: {"started_at": now, "elapsed_s": total},
+            PLANNED: planned(len(spec.points) * len(spec.seeds), len(spec.train.learning_rates), bool(spec.search)),
         }
     )
 
@@ -613,6 +633,18 @@ def open_store(work_dir: Path, spec: SweepSpec, remove_shards: bool = False) -> 
     return store
 
 
+def already_done(sweep: Sweep) -> Found:
+    """What this process's share of the sweep holds already: its runs and searches done, and the
+    in-flight runs in its checkpoints."""
+    units, lrs = sweep.mine, len(sweep.spec.train.learning_rates)
+    grid = sweep.spec.search is None
+    own = [r.run_id for u in units for r in sweep._runs_for(u, None, 0)] if grid else sweep.outcomes
+    runs, buckets = inflight(sweep.out_dir / "checkpoints", sweep.outcomes)
+    searches = sum(u.id in sweep.searches_done for u in units)
+    done = sum(r in sweep.outcomes for r in own)
+    return Found(done, searches, len(units), len(units) * lrs, not grid, runs, buckets)
+
+
 def execute(
     spec: SweepSpec,
     out_dir: Path,
@@ -634,6 +666,8 @@ def execute(
     sweep = Sweep(spec, out_dir, store, progress, devices, lease, part, memory_cap)
     if prior:
         sweep.remember(*prior)
+    if found := already_done(sweep).resume_line():
+        progress.note(found)
     started = time.time()
     previous = float(store.meta().get("elapsed_s", 0.0))
     handlers = {s: signal.signal(s, sweep.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
