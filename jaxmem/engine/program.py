@@ -82,6 +82,21 @@ def hopeless(settings: Settings, recent: jax.Array, evaluations: jax.Array, best
     return (evaluations >= k) & (best + jnp.maximum(gain, 0.0) * remaining < settings.toward(settings.hit_threshold))
 
 
+def over_slots(fn):
+    """`fn` of one run mapped over the slots (the leading axis of every argument): vmapped, or with a
+    single slot the unbatched body itself: XLA compiles a batch of one as batched dots, which on a CPU
+    cost more than plain ones (MLP memory at N = 1024: 2.5 against 2.0 ms per step, 146 against 126 µs
+    at N = 256)."""
+    vmapped = jax.vmap(fn)
+
+    def mapped(*args):
+        if jax.tree.leaves(args)[0].shape[0] != 1:
+            return vmapped(*args)
+        return jax.tree.map(lambda a: a[None], fn(*jax.tree.map(lambda a: a[0], args)))
+
+    return mapped
+
+
 def _all_finite(tree) -> jax.Array:
     leaves = [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree) if jnp.issubdtype(x.dtype, jnp.inexact)]
     return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
@@ -245,8 +260,8 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
             history_len=keep(settled.history_len, state.history_len),
         )
 
-    init_all = jax.vmap(init_one)
-    block_all = jax.vmap(block_one)
+    init_all = over_slots(init_one)
+    block_all = over_slots(block_one)
 
     def segment(state: RunState, dyn: dict, seeds, problem_index, refill, vacant, max_blocks, stop_after):
         """Refill slots, then run blocks until `max_blocks` ran, all slots are done, or
