@@ -137,14 +137,14 @@ def test_status_of_a_claimed_folder(tmp_path, tiny, capsys):
     store.close()
     code, out, _ = call(capsys, "status", str(tmp_path))
     assert code == 0
-    assert "sweep tiny [base]" in out and "idle" in out and "runs finished: 0" in out
+    assert "sweep tiny [base]" in out and "not started" in out and "0 of 1 runs done" in out
 
 
 def test_list(capsys):
     code, out, _ = call(capsys, "list")
     assert code == 0
     assert re.search(r"^  assoc_memory: ", out, re.M)
-    assert re.search(r"^  nichani24/fig1_mlp  \(", out, re.M)
+    assert re.search(r"^  nichani24/fig1_mlp  \[paper, quick\]  Fig 1", out, re.M)
     for field in ("model", "d", "m", "N", "M"):
         assert re.search(rf"^      {field} \[", out, re.M), field
 

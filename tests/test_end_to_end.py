@@ -50,7 +50,7 @@ def test_hebbian_search_finds_the_exact_capacity_and_reports_it(tmp_path, capsys
     assert "Slope" in report and "Bits per parameter" in report
     assert main(["status", str(out)]) == 0
     status = capsys.readouterr().out
-    assert "threshold searches finished: 2" in status and "idle" in status
+    assert "2 of 2 searches done" in status and ": finished" in status
     assert not (out / "checkpoints").exists() or not any((out / "checkpoints").iterdir())
 
 

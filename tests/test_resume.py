@@ -88,7 +88,10 @@ def test_sigterm_saves_exits_distinctly_and_resumes(tmp_path, uninterrupted):
     assert output.count("SIGTERM received") == 2 and "rerun the same command to resume" in output
     assert any((out / "checkpoints").iterdir()), "no in-flight checkpoint was left"
     stored = len(jaxmem.load_results(out))
-    assert jaxmem_cli("run", TINY_SPEC, "--out", out, "--quiet").wait() == 0
+    resumed = jaxmem_cli("run", TINY_SPEC, "--out", out, "--quiet")
+    output, _ = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, output
+    assert f"resuming: {stored} runs done" in output and "in-flight runs restored from its checkpoint" in output
     assert len(jaxmem.load_results(out)) > stored
     assert not (out / "checkpoints").exists() or not any((out / "checkpoints").iterdir())
     assert_same(out, uninterrupted)

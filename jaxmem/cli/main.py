@@ -1,4 +1,4 @@
-"""The `jaxmem` command: run, status, report, list."""
+"""The `jaxmem` command: run, status, report, list, compare."""
 
 from __future__ import annotations
 
@@ -8,24 +8,72 @@ import os
 import sys
 from pathlib import Path
 
-from jaxmem.cli import views
-from jaxmem.engine import compile_cache
-from jaxmem.driver import distributed
-from jaxmem.engine import device_memory
+from jaxmem import __version__
+from jaxmem.cli.errors import exit_code
+
+LIGHT = ("status", "compare")  # commands that never import JAX: the run options (which do) are not built
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(run_options=not argv or argv[0] not in LIGHT)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="[jaxmem] %(message)s")
+    try:
+        return COMMANDS[args.command](args)
+    except BrokenPipeError:  # output piped into `head` and the like
+        return 0
+    except Exception as err:
+        code = exit_code(err)
+        if code is None:
+            raise
+        print(f"jaxmem: error: {err}", file=sys.stderr)
+        return code
+
+
+def build_parser(run_options: bool = True) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jaxmem", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"jaxmem {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run or resume a sweep spec (TOML file or shipped sweep name)")
+    if run_options:
+        add_run_options(run)
+    status = sub.add_parser("status", help="finished, interrupted or running, with counts (reads only)")
+    status.add_argument("out")
+    rep = sub.add_parser("report", help="write tables, plot and report.md for an output folder")
+    rep.add_argument("out")
+    listing = sub.add_parser("list", help="experiments and shipped sweeps, or with --columns the tables' columns")
+    listing.add_argument("--columns", action="store_true", help="every column of every table, explained")
+    compare = sub.add_parser("compare", help="where two sweeps' results differ")
+    compare.add_argument("first")
+    compare.add_argument("second")
+    compare.add_argument(
+        "--tolerance", type=float, default=1e-6, help="metrics differing by more (relative) are shown (default 1e-6)"
+    )
+    return parser
+
+
+def add_run_options(run: argparse.ArgumentParser) -> None:
+    from jaxmem.driver import distributed
+    from jaxmem.engine import compile_cache, device_memory
+
     run.add_argument("spec")
     run.add_argument("--preset", default=None, help="preset from the spec (default: quick, if the spec has one)")
+    run.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="PATH=VALUE",
+        help="override a spec value, e.g. --set grid.d=[8,16] --set seeds=5 (TOML values; wins over the preset; "
+        "stored with the results; the default --out gets a suffix)",
+    )
     run.add_argument("--out", default=None, help="output folder (default: results/<spec>-<preset>)")
     run.add_argument("--quiet", action="store_true", help="plain log lines instead of a live progress bar")
     run.add_argument(
         "--dry-run",
         action="store_true",
-        help="plan only: buckets, chunks, slots, compiles, FLOPs and memory; no compile",
+        help="plan only: buckets, chunks, slots, compiles, FLOPs, memory, time estimate; no compile",
     )
     run.add_argument(
         "--compile", action="store_true", help="with --dry-run: compile each bucket for XLA's memory analysis"
@@ -59,37 +107,36 @@ def main(argv: list[str] | None = None) -> int:
         default=300.0,
         help="seconds to wait for the coordinator and for every process to join (default 300)",
     )
-    status = sub.add_parser("status", help="progress of a sweep in an output folder")
-    status.add_argument("out")
-    rep = sub.add_parser("report", help="write tables, plot and report.md for an output folder")
-    rep.add_argument("out")
-    sub.add_parser("list", help="experiments and shipped sweeps")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="[jaxmem] %(message)s")
-    try:
-        return COMMANDS[args.command](args)
-    except views.USER_ERRORS as err:
-        print(f"jaxmem: error: {err}", file=sys.stderr)
-        return views.exit_code(err)
-    except BrokenPipeError:  # output piped into `head` and the like
-        return 0
+
+
+def output_folder(args, spec) -> Path:
+    """--out, or results/<spec>-<preset>, with a tag of the --set overrides (another sweep, another folder)."""
+    if args.out:
+        return Path(args.out)
+    from jaxmem.cli.overrides import tag
+
+    suffix = f"-set-{tag(args.overrides)}" if args.overrides else ""
+    return Path("results") / f"{spec.name}-{spec.preset or 'base'}{suffix}"
 
 
 def _run(args) -> int:
+    from jaxmem.cli import views
+    from jaxmem.driver import distributed
     from jaxmem.driver import sweep as driver
+    from jaxmem.engine import compile_cache
 
     cluster = distributed.cluster_from(args.coordinator, args.num_processes, args.process_id)
     process_id, count = (
         (0, 1) if cluster is None or args.dry_run else distributed.initialize(cluster, args.coordinator_timeout)
     )
-    spec = views.load_spec(args.spec, args.preset)
+    spec = views.load_spec(args.spec, args.preset, args.overrides)
+    out = output_folder(args, spec)
     if args.dry_run:
-        print(views.dry_run(spec, args.memory_cap, compile=args.compile))
+        print(views.dry_run(spec, args.memory_cap, compile=args.compile, out=out))
         return 0
     cache = None if args.no_compile_cache else compile_cache.cache_dir()
     if cache is not None:
         compile_cache.enable(cache)
-    out = Path(args.out or Path("results") / f"{spec.name}-{spec.preset or 'base'}")
     try:
         if count > 1:
             from jaxmem.driver.multihost import run_process
@@ -108,6 +155,8 @@ def _run(args) -> int:
 
 
 def _memory_cap(text: str) -> float | int:
+    from jaxmem.engine import device_memory
+
     try:
         return device_memory.parse_cap(text)
     except ValueError as err:
@@ -115,23 +164,41 @@ def _memory_cap(text: str) -> float | int:
 
 
 def _status(args) -> int:
-    print(views.status(Path(args.out)))
+    from jaxmem.cli.status import status
+
+    print(status(Path(args.out)))
     return 0
 
 
 def _report(args) -> int:
+    from jaxmem.cli.views import existing_output
     from jaxmem.report.from_store import report
 
-    print(report(views.existing_output(Path(args.out))))
+    print(report(existing_output(Path(args.out))))
     return 0
 
 
 def _list(args) -> int:
-    print(views.listing())
+    if args.columns:
+        from jaxmem.report.columns import describe
+
+        print(describe())
+        return 0
+    from jaxmem.cli.views import listing
+
+    print(listing())
     return 0
 
 
-COMMANDS = {"run": _run, "status": _status, "report": _report, "list": _list}
+def _compare(args) -> int:
+    from jaxmem.cli.compare import compare
+
+    text, differ = compare(Path(args.first), Path(args.second), args.tolerance)
+    print(text)
+    return 1 if differ else 0
+
+
+COMMANDS = {"run": _run, "status": _status, "report": _report, "list": _list, "compare": _compare}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,41 +1,26 @@
-"""What the CLI shows: shipped sweeps, experiments, dry-run plans, the status of an output folder."""
+"""What the CLI shows: shipped sweeps, experiments, dry-run plans."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
-import time
-from collections import Counter
 from pathlib import Path
 
+from jaxmem.cli import estimate, overrides
+from jaxmem.cli.status import holds_results
+from jaxmem.driver.sweep import spec_changes
 from jaxmem.engine import device_memory
-from jaxmem.driver.distributed import DistributedError
-from jaxmem.experiments.registry import shipped
+from jaxmem.experiments.registry import searching, shipped
 from jaxmem.experiments.interface import REQUIRED
 from jaxmem.spec.expr import evaluate
-from jaxmem.persistence.lock import LockError, lock_state, read_lease
-from jaxmem.engine.device_memory import OutOfMemory
+from jaxmem.spec.tables import suggest
 from jaxmem.plan.buckets import ladder, padded_config, padding_waste
 from jaxmem.driver.progress import Progress
-from jaxmem.spec.sweep import SpecError, SweepSpec, is_file, load
-from jaxmem.persistence.store import FILENAME, Store, StoreError, elapsed
+from jaxmem.spec.sweep import SpecError, SweepSpec, is_file, parse, read_toml
+from jaxmem.persistence.store import FILENAME, Store, StoreError
 
 SWEEP_DIRS = (Path.cwd() / "sweeps", Path(__file__).resolve().parents[1] / "sweeps")
-
-USER_ERRORS = (SpecError, LockError, StoreError, FileNotFoundError, PermissionError, DistributedError, OutOfMemory)
-_EXIT_CODES = {
-    SpecError: 2,
-    FileNotFoundError: 2,
-    LockError: 3,
-    StoreError: 4,
-    PermissionError: 4,  # a file of the output folder that may not be written (its message names it)
-    DistributedError: 5,
-    OutOfMemory: 6,
-}
-
-
-def exit_code(err: Exception) -> int:
-    return next(code for cls, code in _EXIT_CODES.items() if isinstance(err, cls))
 
 
 def shipped_sweeps() -> dict[str, Path]:
@@ -48,17 +33,42 @@ def shipped_sweeps() -> dict[str, Path]:
     return found
 
 
-def load_spec(name_or_path: str, preset: str | None) -> SweepSpec:
-    """Load a spec from a path, or from a shipped sweep's name (`fig1_mlp` or `nichani24/fig1_mlp`)."""
+def spec_path(name_or_path: str) -> Path:
+    """A spec file's path, or a shipped sweep's (`fig1_mlp` or `nichani24/fig1_mlp`), with the closest
+    shipped name suggested for a typo."""
     path = Path(name_or_path)
-    if not is_file(path):
-        sweeps = shipped_sweeps()
-        matches = [p for n, p in sweeps.items() if n == name_or_path or n.split("/")[-1] == name_or_path]
-        if len(matches) != 1:
-            hint = "; shipped sweeps: " + ", ".join(sweeps) if sweeps else ""
-            raise SpecError(name_or_path, [f"no such spec file or shipped sweep{hint}"])
-        path = matches[0]
-    return load(path, preset)
+    if is_file(path):
+        return path
+    sweeps = shipped_sweeps()
+    matches = [p for n, p in sweeps.items() if n == name_or_path or n.split("/")[-1] == name_or_path]
+    if len(matches) == 1:
+        return matches[0]
+    names = list(sweeps) + sorted({n.split("/")[-1] for n in sweeps})
+    close = suggest(name_or_path, names)
+    hint = close or ("; shipped sweeps: " + ", ".join(sweeps) if sweeps else "")
+    raise SpecError(name_or_path, [f"no such spec file or shipped sweep{hint}; `jaxmem list` shows them"])
+
+
+def load_spec(name_or_path: str, preset: str | None, changes: list[str] = ()) -> SweepSpec:
+    """Load a spec from a path or a shipped sweep's name, with `--set` overrides applied to its raw
+    values before they are validated. An experiment named `module:ATTRIBUTE` is also looked up in the
+    spec's own folder."""
+    path = spec_path(name_or_path)
+    raw = overrides.apply(read_toml(path), list(changes))
+    source = str(path) + (f" with --set {' '.join(changes)}" if changes else "")
+    with searching(path.parent):
+        return parse(raw, name=path.stem, preset=preset, source=source)
+
+
+def sweep_summary(path: Path) -> tuple[str, list[str]]:
+    """A shipped sweep's one-line description and its presets ('' and [] where it cannot be read)."""
+    try:
+        raw = read_toml(path)
+    except SpecError:
+        return "", []
+    lines = str(raw.get("description", "")).strip().splitlines()
+    presets = raw.get("presets", {})
+    return (lines[0] if lines else ""), (sorted(presets) if isinstance(presets, dict) else [])
 
 
 def listing() -> str:
@@ -72,16 +82,22 @@ def listing() -> str:
             extra = f" one of {list(field.choices)}" if field.choices else ""
             default = "" if field.default is REQUIRED else f" (default {field.default!r})"
             lines.append(f"      {name} [{field.type.__name__}, {field.kind}]{default}: {field.doc}{extra}")
-    lines.append("shipped sweeps (jaxmem run NAME --preset quick|paper):")
+    lines.append("shipped sweeps, with their presets (jaxmem run NAME [--preset P]; the default is quick):")
     for name, path in shipped_sweeps().items():
-        lines.append(f"  {name}  ({path})")
+        description, presets = sweep_summary(path)
+        lines.append(f"  {name}  [{', '.join(presets) or 'no presets'}]  {description}".rstrip())
     return "\n".join(lines)
 
 
-def dry_run(spec: SweepSpec, memory_cap: float | int = device_memory.DEFAULT_CAP, compile: bool = False) -> str:
+def dry_run(
+    spec: SweepSpec, memory_cap: float | int = device_memory.DEFAULT_CAP, compile: bool = False, out: Path | None = None
+) -> str:
     """The plan: the buckets of the first round with their chunks, slots, padding waste, FLOPs and
-    memory per chunk, and the compile count. Without `compile` nothing is compiled and the memory is
-    the run state's (exact, but a lower bound: XLA's temporaries are known only after compiling)."""
+    memory per chunk, and the totals: runs, FLOPs, compiles, peak memory per device and the time at a
+    stated throughput (jaxmem.cli.estimate), for the first round and, where a search can go on, a bound
+    over the sweep. Without `compile` nothing is compiled and the memory is the run state's (exact, but
+    a lower bound: XLA's temporaries are known only after compiling). `out`: the folder `jaxmem run`
+    would use, checked for another sweep."""
     from jaxmem.driver.sweep import Sweep
 
     sweep = Sweep(spec, Path("."), _NoStore(), Progress(quiet=True), memory_cap=memory_cap)
@@ -97,23 +113,24 @@ def dry_run(spec: SweepSpec, memory_cap: float | int = device_memory.DEFAULT_CAP
         f"compiles: {len(groups)} now, at most {_compile_bound(sweep)} over the sweep",
         f"memory budget: {sweep.budget / 2**30:.2f} GiB per device ({_cap(memory_cap, device)})",
     ]
+    peak, over = 0, 0
     for bucket, runs in groups.items():
         slots = sweep.slots_for(bucket, runs[0])
         try:
             if compile:
                 program = sweep.compile_bucket(bucket, runs[0], slots)
-                slots = program.slots
-                used = f"{program.peak_bytes / 2**20:.2f} MiB per device (XLA's memory analysis)"
+                slots, used_bytes = program.slots, program.peak_bytes
+                used = f"{used_bytes / 2**20:.2f} MiB per device (XLA's memory analysis)"
             else:
-                slots, state = sweep.fitting_state(bucket, runs[0], slots)
-                used = f">= {state / 2**20:.2f} MiB per device (estimated: the run state; --compile adds temporaries)"
+                slots, used_bytes = sweep.fitting_state(bucket, runs[0], slots)
+                used = f">= {used_bytes / 2**20:.2f} MiB per device (the run state; --compile adds temporaries)"
         except device_memory.OutOfMemory as err:
             lines.append(f"  OVER THE MEMORY BUDGET, `jaxmem run` refuses it (exit 6): {err}")
+            over += 1
             continue
+        peak = max(peak, used_bytes)
         configs = [sweep.exp.complete(r.config) for r in runs]
-        flops = (
-            slots * sweep.exp.cost("flops_per_step", padded_config(sweep.exp, bucket, configs[0])) * spec.train.steps
-        )
+        flops = slots * _padded_flops(sweep, bucket, configs[0]) * spec.train.steps
         waste = padding_waste(sweep.exp, bucket, configs)
         lines.append(
             f"  bucket {bucket.id} ({bucket.label()}): {len(runs)} runs in {math.ceil(len(runs) / slots)} chunk(s) "
@@ -122,7 +139,79 @@ def dry_run(spec: SweepSpec, memory_cap: float | int = device_memory.DEFAULT_CAP
         )
     for skipped in spec.skipped:
         lines.append(f"  skipped: {skipped}")
-    return "\n".join(lines)
+    return "\n".join(lines + _totals(sweep, groups, peak, over) + _folder_check(spec, out))
+
+
+def _padded_flops(sweep, bucket, config: dict) -> float:
+    """FLOPs per step of one run in `bucket` (its padded sizes: what the program computes)."""
+    return sweep.exp.cost("flops_per_step", padded_config(sweep.exp, bucket, config))
+
+
+def _run_flops(sweep, run) -> float:
+    """At most the FLOPs of one run: its bucket's padded sizes over the whole step budget."""
+    return _padded_flops(sweep, sweep.bucket_for(run), sweep.exp.complete(run.config)) * sweep.spec.train.steps
+
+
+def _totals(sweep, groups: dict, peak: int, over: int) -> list[str]:
+    """The totals of the first round and, for a search, the bound over the sweep; the time they take
+    at the stated throughput; whether the sweep suits this machine."""
+    platform, n = sweep.platform, len(sweep.devices)
+    first = sum(_run_flops(sweep, r) for r in sweep.pending.values())
+    rate = estimate.throughput(platform, n)
+    lines = [
+        "totals (FLOPs at most: padded sizes, every run to its step budget; early stops use fewer), timed at a "
+        f"stated {rate:.3g} FLOP/s for {n} {platform} device(s) and {estimate.COMPILE_SECONDS.get(platform, 5.0):g} s "
+        "per compile (jaxmem/cli/estimate.py):",
+        f"  first round: {len(sweep.pending)} runs, {first:.2e} FLOPs, {len(groups)} compiles: "
+        f"{estimate.duration(estimate.seconds(first, len(groups), platform, n))}",
+    ]
+    secs = estimate.seconds(first, len(groups), platform, n)
+    if sweep.spec.search is not None:
+        runs, flops = _search_bound(sweep)
+        bound = _compile_bound(sweep)
+        secs = estimate.seconds(flops, bound if isinstance(bound, int) else len(groups), platform, n)
+        lines.append(
+            f"  whole sweep, if no search expands its bracket: at most {runs} runs, {flops:.2e} FLOPs, {bound} "
+            f"compiles: {estimate.duration(secs)}"
+        )
+    lines += [
+        f"  peak memory per device: {estimate.gib(peak)} (the largest bucket's)",
+        "  " + estimate.sized_line(secs, over, platform),
+    ]
+    return lines
+
+
+def _search_bound(sweep) -> tuple[int, float]:
+    """Runs and FLOPs of the sweep's searches, each at its costliest monotone outcome (estimate.worst_probes)."""
+    spec, runs, flops = sweep.spec, 0, 0.0
+    for unit in sweep.units[:: len(spec.seeds)]:  # a search's plan does not depend on the seed
+        bracket = sweep._bracket(unit)
+        cost = lambda v, u=unit: sum(_run_flops(sweep, r) for r in sweep._runs_for(u, v, 0))  # noqa: E731
+        values = estimate.worst_probes(spec.search, bracket, cost)
+        runs += len(values) * len(spec.train.learning_rates) * len(spec.seeds)
+        flops += sum(map(cost, values)) * len(spec.seeds)
+    return runs, flops
+
+
+def _folder_check(spec: SweepSpec, out: Path | None) -> list[str]:
+    """A line on the output folder: free, this sweep's (resumed), or another's (the run would exit 4)."""
+    if out is None or not (out / FILENAME).is_file():
+        return [f"output folder: {out} (new)"] if out is not None else []
+    try:
+        store = Store(out, verify=("meta",), write=False)
+        try:
+            meta = store.meta()
+        finally:
+            store.close()
+    except StoreError as err:
+        return [f"WARNING: output folder {out}: {err}"]
+    if meta.get("fingerprint") in (None, spec.fingerprint):
+        return [f"output folder: {out} holds this sweep already; `jaxmem run` resumes it"]
+    changes = spec_changes(json.loads(meta.get("resolved_spec", "{}")), spec.resolved)
+    return [
+        f"WARNING: output folder {out} holds a different sweep ({meta.get('spec', '?')}, preset "
+        f"{meta.get('preset') or 'none'}{changes}): `jaxmem run` would refuse it (exit 4); choose another --out"
+    ]
 
 
 def _compile_bound(sweep) -> int | str:
@@ -160,13 +249,6 @@ class _NoStore:
         pass
 
 
-def holds_results(out: Path) -> Path:
-    """`out`, if it holds a results file."""
-    if not (out / FILENAME).is_file():
-        raise FileNotFoundError(f"{out} holds no jaxmem results ({FILENAME} is missing)")
-    return out
-
-
 def existing_output(out: Path) -> Path:
     """An output folder holding results that `jaxmem report` can write its files into."""
     if not os.access(holds_results(out), os.W_OK):
@@ -175,33 +257,3 @@ def existing_output(out: Path) -> Path:
             "run `jaxmem report` there"
         )
     return out
-
-
-def status(out: Path) -> str:
-    """Progress of the sweep in `out`, read without writing anything (the folder may be read-only)."""
-    store = Store(holds_results(out), write=False)
-    try:
-        meta, runs, searches = store.meta(), store.table("runs"), store.table("searches")
-        compiles, last_write = store.table("compiles"), store.last_write()
-    finally:
-        store.close()
-    state = lock_state(out)
-    lease = read_lease(out / ".lock")
-    end = time.time() if state.startswith("running") else max(last_write or 0.0, lease.heartbeat if lease else 0.0)
-    lines = [
-        f"sweep {meta.get('spec', '?')} [{meta.get('preset') or 'base'}] in {out} ({state})",
-        f"runs finished: {len(runs)} ({int(runs['success'].sum()) if len(runs) else 0} successful, "
-        f"{int(runs['diverged'].sum()) if len(runs) else 0} diverged)",
-        f"threshold searches finished: {len(searches)}",
-        f"compiles: {len(compiles)} ({compiles['seconds'].sum() if len(compiles) else 0:.1f} s); "
-        f"elapsed: {elapsed(meta, end):.1f} s",
-    ]
-    checkpoints = (
-        sorted(p.name for p in (out / "checkpoints").glob("*") if p.is_dir()) if (out / "checkpoints").is_dir() else []
-    )
-    if checkpoints:
-        lines.append(f"in-flight checkpoints: {len(checkpoints)} bucket(s); rerun `jaxmem run` to resume")
-    if len(runs):
-        by_bucket = Counter(runs["bucket"])
-        lines.append("runs per bucket: " + ", ".join(f"{b}: {n}" for b, n in by_bucket.most_common()))
-    return "\n".join(lines)

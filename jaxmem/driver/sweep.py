@@ -636,13 +636,12 @@ def open_store(work_dir: Path, spec: SweepSpec, remove_shards: bool = False) -> 
 def already_done(sweep: Sweep) -> Found:
     """What this process's share of the sweep holds already: its runs and searches done, and the
     in-flight runs in its checkpoints."""
-    units, lrs = sweep.mine, len(sweep.spec.train.learning_rates)
-    grid = sweep.spec.search is None
-    own = [r.run_id for u in units for r in sweep._runs_for(u, None, 0)] if grid else sweep.outcomes
-    runs, buckets = inflight(sweep.out_dir / "checkpoints", sweep.outcomes)
+    units, grid = sweep.mine, sweep.spec.search is None
+    runs = [r.run_id for u in units for r in sweep._runs_for(u, None, 0)] if grid else sweep.outcomes
+    held, buckets = inflight(sweep.out_dir / "checkpoints", sweep.outcomes)
     searches = sum(u.id in sweep.searches_done for u in units)
-    done = sum(r in sweep.outcomes for r in own)
-    return Found(done, searches, len(units), len(units) * lrs, not grid, runs, buckets)
+    done = sum(r in sweep.outcomes for r in runs)
+    return Found(done, searches, len(units), len(units) * len(sweep.spec.train.learning_rates), not grid, held, buckets)
 
 
 def execute(

@@ -11,6 +11,7 @@ import pandas as pd
 from jaxmem.experiments.registry import find as find_experiment
 from jaxmem.experiments.registry import searching
 from jaxmem.persistence.store import expand_config, load_results
+from jaxmem.report.export import exported_runs, exported_searches
 from jaxmem.report.files import write_table
 from jaxmem.report.runs import expand_final_metrics
 from jaxmem.report.success import with_rule_defaults
@@ -46,8 +47,9 @@ def meta_view(meta: dict, train: dict, compiles: pd.DataFrame) -> dict:
 
 
 def export_tables(out_dir: Path, runs: pd.DataFrame, searches: pd.DataFrame) -> list[Path]:
-    """runs.csv and runs.parquet (config and final_metrics spread into columns); searches.csv and
-    searches.parquet when the sweep searched. Rows come in the store's canonical order (load_results)."""
+    """runs.csv and runs.parquet (jaxmem.report.export: effective config and final metrics as columns,
+    the judged metric named); searches.csv and searches.parquet when the sweep searched. Rows come in
+    the store's canonical order (load_results)."""
     written = write_table(runs, out_dir, "runs")
     return written + (write_table(searches, out_dir, "searches") if not searches.empty else [])
 
@@ -60,17 +62,21 @@ def report(out_dir: str | Path) -> Path:
     resolved = json.loads(meta.get("resolved_spec", "{}"))
     raw_runs = load_results(out_dir, "runs", expand=False)
     runs = expand_final_metrics(expand_config(raw_runs))
-    searches = load_results(out_dir, "searches")
+    raw_searches = load_results(out_dir, "searches", expand=False)
+    searches = expand_config(raw_searches)
     compiles = load_results(out_dir, "compiles")
     trajectories = load_results(out_dir, "trajectories")
-    export_tables(out_dir, runs, searches)
     folder = meta.get("experiment_folder", "")
     sweep = stored_sweep(resolved, folder)
     rule = sweep.success if sweep is not None else None
+    experiment = find_experiment(meta["experiment"], folder)
+    train = resolved.get("train", {})
+    metric = rule.metric if rule is not None else train.get("metric", TrainSpec.metric)
+    exported = exported_runs(raw_runs, metric, experiment)
+    export_tables(out_dir, exported, exported_searches(raw_searches, experiment))
     report_spec = stored_report_spec(resolved, f"stored with the results in {out_dir}")
     report_spec = with_rule_defaults(report_spec, resolved.get("report", {}), rule)
     in_flight = not trajectories.empty and not set(trajectories["run_id"]) <= set(raw_runs["run_id"])
-    train = resolved.get("train", {})
     paths = write_report(
         out_dir,
         report_spec,
@@ -81,7 +87,7 @@ def report(out_dir: str | Path) -> Path:
         trajectories,
         planned_runs(sweep) if in_flight else None,
         success=rule,
-        experiment=find_experiment(meta["experiment"], folder),
+        experiment=experiment,
         raw_runs=raw_runs,
         compiles=compiles,
     )

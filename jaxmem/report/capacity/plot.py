@@ -1,5 +1,6 @@
 """capacity.png: capacity against x, log-log, one curve per group (the mean over the answered searches,
-shaded between their min and max, each search a dot), the fitted law and the paper's guide line."""
+shaded between their min and max, each search a dot, all three named in the legend), the fitted law
+and the paper's guide line drawn over the data's range of x only, on readable log axes."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+from jaxmem.report.axes import readable_log  # noqa: E402
 from jaxmem.report.capacity.fit import apply_fit  # noqa: E402
 from jaxmem.report.capacity.points import point_table  # noqa: E402
 from jaxmem.report.capacity.searches import group_columns, usable_mask, x_column  # noqa: E402
@@ -20,6 +25,23 @@ from jaxmem.spec.expr import evaluate  # noqa: E402
 from jaxmem.spec.report_tables import ReportSpec  # noqa: E402
 
 GRID_POINTS = 100
+X_LABELS = {"params": "parameters (the experiment's count)"}
+
+
+def within(x: np.ndarray, y: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """The points of a curve whose x lies in [lo, hi] (a guide drawn over the data only)."""
+    keep = (x >= lo) & (x <= hi)
+    return x[keep], y[keep]
+
+
+def seed_legend(ax) -> None:
+    """The legend: the curves, then what a dot and a band are."""
+    handles, _ = ax.get_legend_handles_labels()
+    handles += [
+        Line2D([], [], ls="", marker="o", ms=4, color="0.4", label="one search (seed)"),
+        Patch(color="0.4", alpha=0.2, label="min–max over seeds"),
+    ]
+    ax.legend(handles=handles, fontsize="small")
 
 
 def guide_curve(expression: str, variable: str, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
@@ -58,21 +80,24 @@ def plot_capacity(path: Path, report_spec: ReportSpec, searches: pd.DataFrame, s
         ax.scatter(seeds[x], seeds["capacity"], s=14, color=color, alpha=0.7, lw=0)
 
     lo, hi = rows["capacity"].min(), rows["capacity"].max()
+    x_lo, x_hi = rows[x].min(), rows[x].max()
     if np.isfinite(summary["slope"]) and summary["slope"] != 0:
-        fx, fy = fit_curve(summary, lo, hi)
+        fx, fy = within(*fit_curve(summary, lo / 2, hi * 2), x_lo, x_hi)
         ax.plot(fx, fy, "--", color="0.35", zorder=3, label=f"fit: slope {number(summary['slope'], 3)}")
     guide = report_spec.guide
     if guide is not None:
-        gx, gy = guide_curve(guide.expr, variable, lo, hi)
+        gx, gy = within(*guide_curve(guide.expr, variable, lo / 4, hi * 4), x_lo, x_hi)
         ax.plot(gx, gy, ":", color="black", label=guide.label)
 
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel(report_spec.x_label or x)
-    ax.set_ylabel(f"capacity {variable}")
+    readable_log(ax.xaxis)
+    readable_log(ax.yaxis)
+    ax.set_xlabel(report_spec.x_label or X_LABELS.get(x, x))
+    ax.set_ylabel(f"capacity: {variable} at the success threshold")
     ax.set_title(report_spec.title or "Capacity scaling")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="small")
+    seed_legend(ax)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

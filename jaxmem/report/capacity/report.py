@@ -8,7 +8,13 @@ from pathlib import Path
 import pandas as pd
 
 from jaxmem.report.capacity.fit import summarise
-from jaxmem.report.capacity.markdown import bits_section, capacity_section, metrics_at_capacity_section, slope_section
+from jaxmem.report.capacity.markdown import (
+    bits_section,
+    capacity_section,
+    metrics_at_capacity_section,
+    slope_section,
+    sorted_points,
+)
 from jaxmem.report.capacity.plot import plot_capacity
 from jaxmem.report.capacity.linear import linear_section
 from jaxmem.report.capacity.ratio import capacity_points
@@ -33,7 +39,8 @@ def write_capacity_report(
     report.md sections."""
     summary = summarise(report_spec, searches)
     variable = summary["variable"]
-    written.append(write_csv(capacity_points(report_spec, searches, variable), Path(out_dir) / "capacity.csv"))
+    points = sorted_points(capacity_points(report_spec, searches, variable), report_spec, searches)
+    written.append(write_csv(points, Path(out_dir) / "capacity.csv"))  # in the order of report.md's table
     answered = searches[usable_mask(searches, x_column(report_spec, searches))]
     sections = [capacity_section(report_spec, searches, variable, rule), slope_section(summary)]
     sections += [linear_section(report_spec.fit_linear, answered, variable), bits_section(summary)]

@@ -14,6 +14,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+from jaxmem.report.axes import readable_log  # noqa: E402
 
 from jaxmem.report.text import number  # noqa: E402
 from jaxmem.spec.report_tables import TrajectorySpec  # noqa: E402
@@ -124,6 +127,7 @@ def plot_trajectories(
             )
         if log_x:
             ax.set_xscale("log")
+            readable_log(ax.xaxis)
         if spec.y_scale == "log" or panel in log_y_panels:
             ax.set_yscale("log")
         ax.set_xlabel(labels["x_label"])
@@ -135,12 +139,17 @@ def plot_trajectories(
         ax.set_visible(False)
     fig.suptitle(labels["title"])
     fig.tight_layout()
-    handles = legend_handles(series, metrics, colors, by_metric)
+    handles = legend_handles(series, metrics, colors, by_metric) + seed_handles(spec.seeds)
     if len(handles) > 1 or not by_metric:
         fig.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small", frameon=False)
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path
+
+
+def seed_handles(seeds: str) -> list:
+    """What a band means, where the seeds are drawn as one (line: their mean)."""
+    return [Patch(color="0.4", alpha=0.2, label="min–max over seeds (line: mean)")] if seeds == "band" else []
 
 
 def legend_handles(series: list[str], metrics: list[str], colors: dict, by_metric: bool) -> list:

@@ -77,7 +77,7 @@ def write_trajectory_report(
     labels = {
         "title": title,
         "x_label": spec.x_label or ("step" if spec.x == "step" else "time (step × lr)"),
-        "y_label": spec.y_label or (metrics[0] if len(metrics) == 1 else "metric"),
+        "y_label": spec.y_label or ", ".join(metrics),
     }
     plot_name = None
     if frame[metrics].notna().any().any() and frame[spec.x].notna().any():

@@ -1,0 +1,25 @@
+"""The user errors the CLI reports (one line, no traceback) and their exit codes, found without importing
+the modules that define them: a class whose module was never imported cannot have raised."""
+
+from __future__ import annotations
+
+import sys
+
+EXIT_CODES = (  # (module, class, exit code), most specific first
+    ("jaxmem.spec.sweep", "SpecError", 2),
+    ("builtins", "FileNotFoundError", 2),
+    ("jaxmem.persistence.lock", "LockError", 3),
+    ("jaxmem.persistence.store", "StoreError", 4),
+    ("builtins", "PermissionError", 4),  # a file of the output folder that may not be written (its message names it)
+    ("jaxmem.driver.distributed", "DistributedError", 5),
+    ("jaxmem.engine.device_memory", "OutOfMemory", 6),
+)
+
+
+def exit_code(err: BaseException) -> int | None:
+    """The exit code of a user error, or None for anything else (a bug: its traceback is shown)."""
+    for module, name, code in EXIT_CODES:
+        cls = getattr(sys.modules.get(module), name, None)
+        if cls is not None and isinstance(err, cls):
+            return code
+    return None

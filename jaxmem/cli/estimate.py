@@ -1,0 +1,72 @@
+"""What a sweep will cost, for `jaxmem run --dry-run`: the most probes a threshold search can make, and
+the time a number of FLOPs and compiles takes at a stated throughput per device kind."""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+from jaxmem.driver import search as searching
+
+# Stated, not measured here: useful FLOP/s one device sustains on these small vmapped programs. A CPU:
+# ~12.5 GFLOP/s per core (benchmarks/RESULTS.md: a 2-core CPU saturates at 25–31 GFLOP/s); a GPU or TPU:
+# 2e13 (20 TFLOP/s, a fraction of an H100's f32 peak). Seconds per compile as measured on each kind.
+FLOPS_PER_SECOND = {"cpu": 1.25e10, "gpu": 2e13, "tpu": 2e13}
+COMPILE_SECONDS = {"cpu": 3.0, "gpu": 5.0, "tpu": 5.0}
+SIZED_HOURS = 2.0  # a preset estimated to take longer is not sized for this machine
+THRESHOLDS = 48  # success thresholds tried when bounding a search's probes
+
+
+def throughput(platform: str, devices: int) -> float:
+    """Stated FLOP/s of `devices` devices of a kind (a CPU device's scales with the cores it has)."""
+    per_device = FLOPS_PER_SECOND.get(platform, FLOPS_PER_SECOND["gpu"])
+    return per_device * (len(os.sched_getaffinity(0)) if platform == "cpu" else 1) * devices
+
+
+def seconds(flops: float, compiles: int, platform: str, devices: int) -> float:
+    return flops / throughput(platform, devices) + compiles * COMPILE_SECONDS.get(platform, 5.0)
+
+
+def duration(secs: float) -> str:
+    """'40 s', '12 min', '3.5 h', '2.1 days'."""
+    if secs < 90:
+        return f"{secs:.0f} s"
+    if secs < 5400:
+        return f"{secs / 60:.0f} min"
+    return f"{secs / 3600:.1f} h" if secs < 172800 else f"{secs / 86400:.1f} days"
+
+
+def probed(spec, bracket: searching.Bracket, succeeds: Callable[[int], bool]) -> list[int]:
+    """Every value a search probes (one entry per probe) when `succeeds` answers it."""
+    values, b = [], bracket
+    while not b.done:
+        round_ = searching.probes(spec, b)
+        values += round_
+        b = searching.update(spec, b, {v: succeeds(v) for v in round_})
+    return values
+
+
+def worst_probes(spec, bracket: searching.Bracket, cost: Callable[[int], float]) -> list[int]:
+    """The probes of the costliest search over monotone outcomes whose answer lies in the initial
+    bracket (success up to a threshold t, lo - 1 <= t <= hi): one search's work when its bracket does
+    not expand (each expansion doubles the bracket and adds rounds)."""
+    top = bracket.hi
+    ladder = {bracket.lo - 1, top} | {
+        round(bracket.lo * (top / bracket.lo) ** (i / THRESHOLDS)) for i in range(THRESHOLDS)
+    }
+    runs = [probed(spec, bracket, lambda v, t=t: v <= t) for t in sorted(ladder)]
+    return max(runs, key=lambda values: (sum(map(cost, values)), len(values)))
+
+
+def sized_line(secs: float, over_budget: int, platform: str) -> str:
+    """Whether the sweep suits this machine: its estimated time and the buckets over the memory budget."""
+    if over_budget:
+        return f"NOT sized for this machine: {over_budget} bucket(s) do not fit in its memory (exit 6)"
+    if secs > SIZED_HOURS * 3600:
+        kind = "an accelerator or more devices" if platform == "cpu" else "more devices"
+        return f"NOT sized for this machine: about {duration(secs)} here (over {SIZED_HOURS:g} h); it wants {kind}"
+    return f"sized for this machine: at most about {duration(secs)} here"
+
+
+def gib(nbytes: float) -> str:
+    return f"{nbytes / 2**30:.2f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.1f} MiB"

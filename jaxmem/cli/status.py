@@ -1,0 +1,83 @@
+"""`jaxmem status DIR`: whether the sweep in an output folder is finished, interrupted or running, with
+its counts. Reads the store read-only and never imports JAX, so it answers in about a second."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime
+from pathlib import Path
+
+from jaxmem.driver.resume import PLANNED, Found, inflight
+from jaxmem.persistence.lock import lock_state, read_lease
+from jaxmem.persistence.store import FILENAME, Store, elapsed
+
+READ = ("meta", "runs", "searches", "compiles")  # the tables status reads (and checks); not trajectories
+
+
+def holds_results(out: Path) -> Path:
+    """`out`, if it holds a results file."""
+    if not (out / FILENAME).is_file():
+        raise FileNotFoundError(f"{out} holds no jaxmem results ({FILENAME} is missing)")
+    return out
+
+
+def finished(found: Found, out: Path) -> bool:
+    """All planned work is stored; for a store that predates the planned totals, a sweep that ran and
+    left no checkpoints folder (a finished run deletes it, a stopped one keeps it)."""
+    if found.units is not None:
+        return found.complete
+    return found.started and not (out / "checkpoints").exists()
+
+
+def state(lock: str, found: Found, done: bool) -> str:
+    """'running: <holder>', 'finished', 'not started' or 'interrupted' (with a stale lease named)."""
+    if lock.startswith("running"):
+        return lock
+    if done:
+        return "finished"
+    stale = f" ({lock})" if lock.startswith("stale") else ""
+    return ("interrupted" if found.started else "not started") + stale
+
+
+def iso(stamp: float | None) -> str:
+    return datetime.fromtimestamp(stamp).isoformat(timespec="seconds") if stamp else "never"
+
+
+def status(out: Path) -> str:
+    """Progress of the sweep in `out`, read without writing anything (the folder may be read-only)."""
+    store = Store(holds_results(out), verify=READ, write=False)
+    try:
+        meta, runs, searches = store.meta(), store.finished_runs(), store.finished_searches()
+        compiles, last_write = store.table("compiles"), store.last_write()
+    finally:
+        store.close()
+    plan = json.loads(meta.get(PLANNED, "{}"))
+    held, held_buckets = inflight(out / "checkpoints", runs)
+    found = Found(
+        len(runs),
+        len(searches),
+        plan.get("units"),
+        plan.get("runs"),
+        plan.get("search", bool(searches)),
+        held,
+        held_buckets,
+    )
+    lock, done = lock_state(out), finished(found, out)
+    lease = read_lease(out / ".lock")
+    end = time.time() if lock.startswith("running") else max(last_write or 0.0, lease.heartbeat if lease else 0.0)
+    successes = sum(s for s, _ in runs.values())
+    diverged = sum(d for _, d in runs.values())
+    name, preset = meta.get("spec", "?"), meta.get("preset") or ""
+    lines = [
+        f"sweep {name} [{preset or 'base'}] in {out}: {state(lock, found, done)}",
+        f"{found.done()} ({successes} runs successful, {diverged} diverged)",
+        f"compiles: {len(compiles)} ({compiles['seconds'].sum() if len(compiles) else 0:.1f} s); "
+        f"elapsed: {elapsed(meta, end):.1f} s; last result: {iso(last_write)}",
+    ]
+    if not lock.startswith("running") and not done and (found.started or held):
+        again = f"jaxmem run {name}" + (f" --preset {preset}" if preset else "") + f" --out {out}"
+        lines.append(f"{found.inflight_text()}; resume with `{again}`")
+    elif held:
+        lines.append(found.inflight_text())
+    return "\n".join(lines)

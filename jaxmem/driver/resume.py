@@ -1,0 +1,81 @@
+"""What an output folder holds of its sweep: runs and searches done out of the planned totals, and the
+in-flight runs its checkpoints hold. Read without JAX: `jaxmem status` and the resume message share it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+PLANNED = "planned"  # meta key: planned(spec), written when a run claims the folder
+
+
+def planned(units: int, learning_rates: int, search: bool) -> dict:
+    """The sweep's totals: its (point, seed) units and, for a grid sweep, its runs (a search's are
+    not known before it runs)."""
+    return {"units": units, "runs": None if search else units * learning_rates, "search": search}
+
+
+def checkpointed(checkpoints: Path) -> dict[str, list[str]]:
+    """Bucket id -> the run ids in the slots of its newest checkpoint that says which run sits where
+    (the JSON saved beside the state); {} where there is none."""
+    found = {}
+    for bucket in sorted(p for p in Path(checkpoints).glob("*") if p.is_dir()):
+        for step in sorted((p for p in bucket.glob("*") if p.name.isdigit()), key=lambda p: -int(p.name)):
+            try:
+                slots = json.loads((step / "meta" / "metadata").read_text())["slots"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            found[bucket.name] = [s for s in slots if s]
+            break
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class Found:
+    """Counts of a sweep's progress; `units` and `total_runs` are None where unknown."""
+
+    runs: int
+    searches: int
+    units: int | None
+    total_runs: int | None
+    search: bool
+    inflight: int = 0  # runs in checkpoints, not yet stored
+    inflight_buckets: int = 0
+
+    @property
+    def complete(self) -> bool:
+        if self.search:
+            return self.units is not None and self.searches >= self.units
+        return self.total_runs is not None and self.runs >= self.total_runs
+
+    @property
+    def started(self) -> bool:
+        return bool(self.runs or self.searches or self.inflight)
+
+    def done(self) -> str:
+        """'62 runs done, 2 of 4 searches done' or '62 of 80 runs done'."""
+        total = f" of {self.total_runs}" if self.total_runs is not None and not self.search else ""
+        text = f"{self.runs}{total} runs done"
+        if self.search:
+            text += f", {self.searches}" + (f" of {self.units}" if self.units is not None else "") + " searches done"
+        return text
+
+    def inflight_text(self) -> str:
+        if not self.inflight:
+            return "no in-flight runs in checkpoints"
+        return f"{self.inflight} in-flight runs in checkpoints of {self.inflight_buckets} bucket(s)"
+
+    def resume_line(self) -> str:
+        """What a rerun found, or '' for a fresh sweep."""
+        if self.complete:
+            return f"sweep complete ({self.done()}): nothing to run, rewriting the report"
+        if not self.started:
+            return ""
+        return f"resuming: {self.done()}; {self.inflight_text()} to restore"
+
+
+def inflight(checkpoints: Path, stored: set[str] | dict) -> tuple[int, int]:
+    """(runs, buckets) in the checkpoints under `checkpoints` whose rows are not stored yet."""
+    runs = {b: [r for r in ids if r not in stored] for b, ids in checkpointed(checkpoints).items()}
+    return sum(map(len, runs.values())), sum(1 for ids in runs.values() if ids)
