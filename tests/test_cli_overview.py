@@ -167,3 +167,12 @@ def test_exported_searches_name_the_fields_that_follow_the_searched_variable():
 
     point = json.loads(effective_point(json.dumps({"model": "linear", "d": 8}), get("assoc_memory"), "N"))
     assert point == {**point, "M": "N", "m": 1, "mlp_bias": False} and "N" not in point
+
+
+def test_shipped_sweeps_are_found_from_any_folder(tmp_path, monkeypatch):
+    """`jaxmem run fig1_linear` works outside the repository's root: the shipped sweeps are looked up
+    beside the package too, not only in ./sweeps."""
+    from jaxmem.cli import views
+
+    monkeypatch.chdir(tmp_path)
+    assert views.spec_path("fig1_linear").name == "fig1_linear.toml"

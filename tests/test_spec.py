@@ -239,13 +239,13 @@ def test_non_numeric_axis_arguments_are_spec_errors(axis):
             ["engine.pad_ratoi: unknown key", "did you mean 'pad_ratio'"],
             id="unknown-engine-key",
         ),
-        pytest.param(with_(base(), "train.steps", "many"), ["train.steps: expected int, got 'many'"], id="steps-str"),
-        pytest.param(with_(base(), "train.steps", 64.0), ["train.steps: expected int"], id="steps-float"),
+        pytest.param(with_(base(), "train.steps", "many"), ["train.steps: expected an integer, got 'many'"], id="steps-str"),
+        pytest.param(with_(base(), "train.steps", 64.0), ["train.steps: expected an integer"], id="steps-float"),
         pytest.param(with_(base(), "train.learning_rates", ["fast"]), ["train.learning_rates: expected"], id="lr-str"),
         pytest.param(with_(base(), "train.learning_rates", []), ["train.learning_rates: expected"], id="lr-empty"),
         pytest.param(with_(base(), "train.early_stop", True), ["train.early_stop: expected"], id="early-stop-bool"),
         pytest.param(
-            with_(base(), "engine.record_trajectory", 1), ["engine.record_trajectory: expected bool"], id="bool-as-int"
+            with_(base(), "engine.record_trajectory", 1), ["engine.record_trajectory: expected true or false"], id="bool-as-int"
         ),
         pytest.param(with_(base(), "train", 5), ["train: must be a table"], id="train-not-table"),
         pytest.param(
@@ -379,7 +379,7 @@ def test_several_problems_are_reported_together():
     for fragment in (
         "bogus:",
         "seeds: duplicates",
-        "train.steps: expected int",
+        "train.steps: expected an integer",
         "search.mode:",
         "fixed.mlp_bais:",
         "engine.max_slots:",
@@ -837,3 +837,13 @@ def test_derived_success_rule_leaves_the_fingerprint_as_it_was():
     assert spec.success is not None and "success" not in spec.resolved
     assert load(REPO / "tests" / "specs" / "tiny_mlp.toml").fingerprint == "0bbb02b67a2d3107"
     assert load(REPO / "tests" / "specs" / "tiny_linear.toml").fingerprint == "da4d9e8fbca248a3"
+
+
+def test_every_section_field_type_is_said_in_words():
+    """Type errors say what to write ("a list of names"), never a Python annotation."""
+    import dataclasses
+
+    from jaxmem.spec import sweep as S
+
+    for cls in (S.TrainSpec, S.SearchSpec, S.EngineSpec):
+        assert all(f.type in S.IN_WORDS for f in dataclasses.fields(cls)), cls

@@ -20,13 +20,13 @@ from jaxmem.driver.progress import Progress
 from jaxmem.spec.sweep import SpecError, SweepSpec, is_file, parse, read_toml
 from jaxmem.persistence.store import FILENAME, Store, StoreError
 
-SWEEP_DIRS = (Path.cwd() / "sweeps", Path(__file__).resolve().parents[1] / "sweeps")
+PACKAGED_SWEEPS = Path(__file__).resolve().parents[2] / "sweeps"  # the repository's, beside the package
 
 
 def shipped_sweeps() -> dict[str, Path]:
     """Sweep name (e.g. nichani24/fig1_mlp) -> file, from ./sweeps and the repository's sweeps/."""
     found = {}
-    for root in SWEEP_DIRS:
+    for root in (Path.cwd() / "sweeps", PACKAGED_SWEEPS):
         if root.is_dir():
             for path in sorted(root.rglob("*.toml")):
                 found.setdefault(path.relative_to(root).with_suffix("").as_posix(), path)

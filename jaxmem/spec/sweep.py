@@ -381,7 +381,7 @@ def _section(cls, path: str, table: Any, problems: list[str]):
             continue
         checked = _coerce(value, fields[key].type)
         if checked is _BAD:
-            problems.append(f"{path}.{key}: expected {fields[key].type}, got {value!r}")
+            problems.append(f"{path}.{key}: expected {IN_WORDS[fields[key].type]}, got {value!r}")
             bad.add(key)
         else:
             values[key] = checked
@@ -393,6 +393,16 @@ def _section(cls, path: str, table: Any, problems: list[str]):
 
 
 _BAD = object()
+IN_WORDS = {  # a field's annotation as a spec writer reads it
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true or false",
+    "str": "a string",
+    "float | None": "a number (or false for none)",
+    "str | int": "a number or an expression",
+    "tuple[str, ...]": "a list of names",
+    "tuple[float, ...]": "a number or a non-empty list of numbers",
+}
 
 
 def _coerce(value, annotation: str):
