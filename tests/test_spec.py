@@ -239,13 +239,17 @@ def test_non_numeric_axis_arguments_are_spec_errors(axis):
             ["engine.pad_ratoi: unknown key", "did you mean 'pad_ratio'"],
             id="unknown-engine-key",
         ),
-        pytest.param(with_(base(), "train.steps", "many"), ["train.steps: expected an integer, got 'many'"], id="steps-str"),
+        pytest.param(
+            with_(base(), "train.steps", "many"), ["train.steps: expected an integer, got 'many'"], id="steps-str"
+        ),
         pytest.param(with_(base(), "train.steps", 64.0), ["train.steps: expected an integer"], id="steps-float"),
         pytest.param(with_(base(), "train.learning_rates", ["fast"]), ["train.learning_rates: expected"], id="lr-str"),
         pytest.param(with_(base(), "train.learning_rates", []), ["train.learning_rates: expected"], id="lr-empty"),
         pytest.param(with_(base(), "train.early_stop", True), ["train.early_stop: expected"], id="early-stop-bool"),
         pytest.param(
-            with_(base(), "engine.record_trajectory", 1), ["engine.record_trajectory: expected true or false"], id="bool-as-int"
+            with_(base(), "engine.record_trajectory", 1),
+            ["engine.record_trajectory: expected true or false"],
+            id="bool-as-int",
         ),
         pytest.param(with_(base(), "train", 5), ["train: must be a table"], id="train-not-table"),
         pytest.param(
