@@ -23,6 +23,9 @@ SHIPPED = {  # name -> where its Experiment lives (imported on first use)
     "mha_teacher": "jaxmem.experiments.chen_li24.mha_teacher:EXPERIMENT",
     "mha_parity": "jaxmem.experiments.chen_li24.mha_parity:EXPERIMENT",
     "mha_phase1": "jaxmem.experiments.chen_li24.mha_phase1:EXPERIMENT",
+    "shallow_vit": "jaxmem.experiments.li_thesis.shallow_vit:EXPERIMENT",
+    "gmm_imbalance": "jaxmem.experiments.li_thesis.gmm_imbalance:EXPERIMENT",
+    "mha_heads": "jaxmem.experiments.deora24.mha_heads:EXPERIMENT",
 }
 
 
