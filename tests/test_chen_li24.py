@@ -208,11 +208,16 @@ def test_trace_shift_and_coherence_ablations_move_their_proxies():
 # A padded student equals the unpadded one (n, m_S and m_T padded)
 
 
+def setup(config, pad):
+    """The shape, traced values (lr 1e-2) and key of one mha_teacher run."""
+    exp = mha_teacher.EXPERIMENT
+    dyn = {k: jnp.asarray(v) for k, v in traced_values(exp, config).items()} | {"lr": jnp.asarray(1e-2)}
+    return static_shape(exp, config, pad), dyn, run_key(0, 7)
+
+
 def run_steps(config, pad, steps=5):
     exp = mha_teacher.EXPERIMENT
-    shape = static_shape(exp, config, pad)
-    dyn = {k: jnp.asarray(v) for k, v in traced_values(exp, config).items()} | {"lr": jnp.asarray(1e-2)}
-    key = run_key(0, 7)
+    shape, dyn, key = setup(config, pad)
 
     @jax.jit
     def go():
@@ -241,3 +246,44 @@ def test_padded_student_equals_unpadded(padded_pair):
         assert not np.any(big[name][3:]), "padded heads stay zero"
     for name, value in small_metrics.items():
         np.testing.assert_allclose(big_metrics[name], value, rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+# E7 and E8: the GD option, head specialisation, the random-features student
+
+
+def test_gd_option_is_plain_gd_and_adam_stays_optax_adam():
+    params = {"theta": jnp.asarray(RNG.normal(size=(2, 3, 3)), jnp.float32), "w": jnp.ones((2, 3, 3))}
+    grads = jax.tree.map(lambda p: jnp.asarray(RNG.normal(size=p.shape), jnp.float32), params)
+    lr = jnp.asarray(0.05)
+    gd = mha_teacher.optimizer({"optimizer": jnp.asarray(1), "lr": lr})
+    updates, _ = gd.update(grads, gd.init(params), params)
+    for name in params:
+        np.testing.assert_array_equal(optax.apply_updates(params, updates)[name], params[name] - lr * grads[name])
+    adam, reference = mha_teacher.optimizer({"optimizer": jnp.asarray(0), "lr": lr}), optax.adam(lr)
+    state, ref_state = adam.init(params), reference.init(params)
+    for _ in range(3):
+        updates, state = adam.update(grads, state, params)
+        ref_updates, ref_state = reference.update(grads, ref_state, params)
+        for name in params:
+            np.testing.assert_array_equal(updates[name], ref_updates[name])
+
+
+def test_specialisation_is_zero_for_a_student_equal_to_the_teacher():
+    """Any order of the teacher's heads, with extra (padded or surplus) student heads; one head off."""
+    theta, _ = sampled_teacher(4, 5, m_T=3)
+    copy = jnp.concatenate([theta[2::-1], jnp.ones((2, 5, 5))])  # 3 teacher heads reversed, 1 surplus, 1 padded
+    exact = student.specialisation(copy, theta, 4, 3)
+    assert all(float(v) == 0 for v in exact.values())
+    off = student.specialisation(copy.at[0].multiply(0.5), theta, 3, 3)  # teacher head 2 at half its norm
+    assert float(off["head_error_min"]) == 0 and abs(float(off["head_error_max"]) - 0.5) < 1e-6
+    assert abs(float(off["head_error_mean"]) - 0.5 / 3) < 1e-6
+
+
+def test_random_features_student_keeps_theta_at_its_init_and_trains_w():
+    config = {"d": 4, "k": 3, "m_T": 2, "m_S": 3, "n": 10, "n_test": 64, "student": "random_features"}
+    config["optimizer"] = "gd"
+    shape, dyn, key = setup(config, lambda n, *_: n)
+    start, _ = mha_teacher.EXPERIMENT.init(key, shape, dyn)
+    trained, _ = run_steps(config, lambda n, *_: n, steps=3)
+    np.testing.assert_array_equal(trained["theta"], start["theta"])
+    assert float(jnp.max(jnp.abs(trained["w"] - start["w"]))) > 1e-4
