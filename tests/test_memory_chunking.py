@@ -128,7 +128,8 @@ def test_dry_run_prints_chunks_compiles_flops_and_memory(spec):
     assert "first round: 32 runs in 2 buckets" in plan and "compiles: 2 now, at most 2 over the sweep" in plan
     assert "memory budget:" in plan and "host RAM" in plan
     assert plan.count("chunk(s) of 4 slots (4 per device)") == 2
-    assert "FLOPs (at most" in plan and "(estimated: the run state" in plan
+    assert "FLOPs (at most" in plan and "(the run state; --compile adds temporaries)" in plan
+    assert "first round: 32 runs," in plan and "sized for this machine" in plan  # the totals and the estimate
     compiled = dry_run(spec, memory_cap=int(2.5 * MiB), compile=True)
     assert compiled.count("(XLA's memory analysis)") == 2
 
