@@ -103,7 +103,7 @@ def test_reads_of_a_read_only_folder_work(out, capsys):
         for table, frame in expected.items():
             assert load_results(out, table).equals(frame), table
         code, stdout, _ = call(capsys, "status", out)
-        assert code == 0 and "runs finished: 2" in stdout and "idle" in stdout
+        assert code == 0 and "2 of 4 runs done" in stdout and ": interrupted" in stdout
     assert sorted(p.name for p in out.iterdir()) == before  # nothing written, not even a -shm file
 
 
@@ -128,7 +128,7 @@ def test_reads_of_a_read_only_folder_see_rows_left_in_the_wal(out, capsys):
     with read_only(*folder_and_files(out)):
         assert set(load_results(out)["run_id"]) == {"r1", "r2", "r9"}
         code, stdout, _ = call(capsys, "status", out)
-        assert code == 0 and "runs finished: 3" in stdout
+        assert code == 0 and "3 of 4 runs done" in stdout
 
 
 def test_report_into_a_read_only_folder_exits_4_naming_it(out, capsys):
