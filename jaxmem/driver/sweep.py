@@ -134,7 +134,8 @@ class Sweep:
         self.searches_done = store.finished_searches()
         self.runners: dict[str, BucketRunner] = {}
         self.compiler = futures.ThreadPoolExecutor(1, thread_name_prefix="jaxmem-compile")  # off the critical path
-        self.to_compile: dict[str, tuple[Bucket, Run]] = {}  # buckets waiting for (or in) their compile, in order
+        self.to_compile: dict[str, tuple[Bucket, list[Run]]] = {}  # buckets waiting for (or in) their compile,
+        # in order, with the runs handed to them meanwhile (the first is the program's template)
         self.compiling: tuple | None = None  # (future, compile rows) of the compile running now
         self.pending: dict[str, Run] = {}
         self.enqueued: set[str] = set()  # run ids handed to a runner (a runner keeps a run until it finishes)
@@ -261,15 +262,18 @@ class Sweep:
         config[search.variable] = max(config[search.variable], floor)
         return bucket_of(self.exp, config, self.pad)
 
-    def _runner(self, run: Run) -> BucketRunner | None:
-        """The runner of the run's bucket, or None while its program waits for or is in its compile: one
-        compile at a time runs in a background thread while the other buckets train."""
+    def _hand_over(self, run: Run) -> None:
+        """Give the run to its bucket's runner, or, while that bucket's program waits for or is in its
+        compile, to the bucket's waiting list: one compile at a time runs in a background thread while
+        the other buckets train."""
         bucket = self.bucket_for(run)
-        runner = self.runners.get(bucket.id)
-        if runner is None and bucket.id not in self.to_compile:
-            self.to_compile[bucket.id] = (bucket, run)
+        if bucket.id in self.runners:
+            self.runners[bucket.id].enqueue(run)
+        elif bucket.id in self.to_compile:
+            self.to_compile[bucket.id][1].append(run)
+        else:
+            self.to_compile[bucket.id] = (bucket, [run])
             self._compile_next()
-        return runner
 
     def _compile_next(self) -> None:
         """Start the next bucket's compile when none is running. A stop request is honoured first:
@@ -277,7 +281,7 @@ class Sweep:
         if self.compiling is not None or not self.to_compile:
             return
         self._check_signal()
-        bucket, run = next(iter(self.to_compile.values()))
+        bucket, (run, *_) = next(iter(self.to_compile.values()))
         rows: list[tuple] = []  # the store is written by the driver's thread only: compile rows wait here
         slots = self.slots_for(bucket, run)
         future = self.compiler.submit(self.compile_bucket, bucket, run, slots, lambda *row: rows.append(row))
@@ -293,11 +297,13 @@ class Sweep:
             futures.wait([future])
         if not future.done():
             return
-        bucket, run = self.to_compile.pop(next(iter(self.to_compile)))
+        bucket, runs = self.to_compile.pop(next(iter(self.to_compile)))
         self.compiling = None
         for row in rows:
             self.store.add_compile(*row)
-        self.runners[bucket.id] = self._runner_with(bucket, run, future.result())
+        self.runners[bucket.id] = runner = self._runner_with(bucket, runs[0], future.result())
+        for run in runs:
+            runner.enqueue(run)
         self._compile_next()
 
     def runs_per_round(self) -> int:
@@ -482,11 +488,11 @@ class Sweep:
         shutil.rmtree(self.out_dir / "checkpoints", ignore_errors=True)  # also those of a run killed after its last row
 
     def _enqueue_pending(self) -> None:
-        """Hand every pending run to its bucket's runner, once (its bucket and the runner's checks cost
-        O(slots)); a run whose bucket is still compiling waits for the next call."""
+        """Hand every pending run over once (see `_hand_over`): its bucket and the runner's checks cost
+        O(slots), too much to repeat after every segment."""
         for run in self.pending.values():
-            if run.run_id not in self.enqueued and (runner := self._runner(run)) is not None:
-                runner.enqueue(run)
+            if run.run_id not in self.enqueued:
+                self._hand_over(run)
                 self.enqueued.add(run.run_id)
 
     def _failed_checks(self, f: Finished) -> list[str]:
