@@ -45,7 +45,7 @@ def run_program(
     segment, init_all = make_segment(exp, shape, Settings(steps, eval_every, "accuracy", 0.99, stop))
     fill = slots - len(configs)
     values = [traced_values(exp, c) for c in configs]
-    dyn = dyn_arrays(values + [values[0]] * fill, lrs + [lrs[0]] * fill)
+    dyn = dyn_arrays(values + [values[0]] * fill, lrs + [lrs[0]] * fill, [steps] * slots)
     seeds = np.asarray(list(seeds or [0] * len(configs)) + [0] * fill, np.int32)
     problem_index = np.full(slots, 5, np.int32)
     blank = jax.eval_shape(init_all, seeds, problem_index, dyn)

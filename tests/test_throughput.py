@@ -37,7 +37,8 @@ RULE = Settings(steps=1000, eval_every=10, metric="accuracy", hit_threshold=0.99
 
 def _hopeless(settings, recent, evaluations, best):
     step = evaluations * settings.eval_every
-    return bool(hopeless(settings, jnp.asarray(recent, jnp.float32), evaluations, jnp.float32(best), step))
+    recent = jnp.asarray(recent, jnp.float32)
+    return bool(hopeless(settings, recent, evaluations, jnp.float32(best), step, settings.steps))
 
 
 def test_a_flat_run_gives_up_after_its_window():

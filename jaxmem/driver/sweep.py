@@ -8,8 +8,10 @@ finished runs are stored and the slots checkpointed.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import itertools
 from concurrent import futures
 from typing import Callable
 import json
@@ -43,10 +45,10 @@ from jaxmem.plan.runs import Run, make_run, point_id
 from jaxmem.plan.buckets import Bucket, bucket_of, padded_config, padder
 from jaxmem.driver.progress import Progress
 from jaxmem.driver.resume import PLANNED, Found, inflight, planned
-from jaxmem.engine.program import Settings
+from jaxmem.engine.program import Settings, log_schedule
 from jaxmem.report.from_store import report
 from jaxmem.persistence.shards import merge_shards
-from jaxmem.spec.sweep import SweepSpec
+from jaxmem.spec.sweep import SweepSpec, run_budget
 from jaxmem.persistence.store import SESSION, Store, StoreError, elapsed
 from jaxmem.plan.trajectory_grid import on_grid
 
@@ -97,7 +99,15 @@ def settings_of(spec: SweepSpec) -> Settings:
         atol=train.atol,
         higher_is_better=higher,
         give_up=train.give_up,
+        eval_steps=log_schedule(train.steps, train.eval_points) if train.eval_schedule == "log" else (),
+        final_eval=final_eval_values(spec),
     )
+
+
+def final_eval_values(spec: SweepSpec) -> tuple[tuple[str, tuple], ...]:
+    """The test-time axes with the values the program reads (a choice's index, a bool as 0/1)."""
+    fields = get_experiment(spec.experiment).fields
+    return tuple((name, tuple(fields[name].traced_value(v) for v in values)) for name, values in spec.final_eval)
 
 
 def succeeded(rule, settings: Settings, f: Finished) -> bool:
@@ -148,6 +158,17 @@ class Sweep:
         self.platform = self.devices[0].platform
         self._live: dict[str, int] = {}  # bucket id -> live_runs
         self.size_floors = {name: max(self.exp.complete(p)[name] for p in spec.points) for name in engine.pad_to_max}
+        for name, values in spec.final_eval:  # a test-time size is padded to hold its largest value
+            if self.exp.fields[name].kind == "size":
+                self.size_floors[name] = max(self.size_floors.get(name, 0), *values)
+        names = [name for name, _ in spec.final_eval]
+        self.final_points = [dict(zip(names, c)) for c in itertools.product(*(v for _, v in spec.final_eval))]
+
+    def step_budget(self, run: Run) -> int:
+        """The run's step budget: `train.steps`, or the spec's step expression at the run's config."""
+        if self.spec.step_budget is None:
+            return self.spec.train.steps
+        return run_budget(self.spec.step_budget, self.exp.complete(run.config), self.spec.train.eval_every)
 
     # -- what is left to run ---------------------------------------------------------------------
     def _runs_for(self, unit: Unit, value: int | None, round_: int) -> list[Run]:
@@ -351,6 +372,7 @@ class Sweep:
             self.out_dir / "checkpoints" / bucket.id,
             self.pending.get,
             self.spec.engine.segment_seconds,
+            self.step_budget,
         )
         if runner.occupied:
             self.progress.note(f"bucket {bucket.id}: {runner.occupied} in-flight runs restored from its checkpoint")
@@ -466,7 +488,12 @@ class Sweep:
             finished, trajectory, steps = segment
             self.store.add_runs(
                 [self._run_row(f, runner) for f in finished],
-                on_grid(trajectory, self.spec.train.eval_every, self.spec.engine.trajectory_per_decade),
+                self._kept(trajectory),
+                [
+                    (f.run.run_id, i, at, m)
+                    for f in finished
+                    for i, (at, m) in enumerate(zip(self.final_points, f.at_points))
+                ],
             )
             self.outcomes.update((f.run.run_id, (self._success(f), f.diverged)) for f in finished)
             runner.checkpoint()
@@ -486,6 +513,12 @@ class Sweep:
         for runner in self.runners.values():
             runner.close(remove_checkpoints=True)
         shutil.rmtree(self.out_dir / "checkpoints", ignore_errors=True)  # also those of a run killed after its last row
+
+    def _kept(self, trajectory: list) -> list:
+        """The trajectory points stored: all of a log schedule's, else those `trajectory_per_decade` keeps."""
+        if self.settings.eval_steps:
+            return trajectory
+        return on_grid(trajectory, self.spec.train.eval_every, self.spec.engine.trajectory_per_decade)
 
     def _enqueue_pending(self) -> None:
         """Hand every pending run over once (see `_hand_over`): its bucket and the runner's checks cost
@@ -539,6 +572,18 @@ class Sweep:
             for runner in self.runners.values():
                 runner.close()
             raise Interrupted(self.stop_signal)
+
+
+@contextlib.contextmanager
+def precision(name: str):
+    """JAX's x64 mode on for a "float64" sweep, process-wide (compiles run in another thread, which a
+    thread-local config context would not reach), and restored afterwards."""
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", name == "float64" or before)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", before)
 
 
 def _first_line(err: Exception) -> str:
@@ -677,7 +722,7 @@ def execute(
     previous = float(store.meta().get("elapsed_s", 0.0))
     handlers = {s: signal.signal(s, sweep.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with progress:
+        with progress, precision(spec.train.precision):
             sweep.run()
     finally:
         for s, h in handlers.items():

@@ -22,7 +22,14 @@ from jaxmem.persistence.local_checkpoints import LocalSlotCheckpoints
 from jaxmem.engine.device_memory import peak_bytes
 from jaxmem.plan.runs import Run
 from jaxmem.plan.buckets import Bucket, traced_values
-from jaxmem.engine.program import Settings, dyn_arrays, make_segment, sharded_segment
+from jaxmem.engine.program import (
+    Settings,
+    dyn_arrays,
+    final_eval_points,
+    make_final_eval,
+    make_segment,
+    sharded_segment,
+)
 
 # Work per step (FLOPs) one device should hold before more runs stop paying off. On a small CPU one
 # run of moderate size already fills the cores (DESIGN: "What the hardware says").
@@ -65,6 +72,8 @@ class Finished:
     hit_step: int
     diverged: bool
     wall: float
+    at_points: list[dict] = dataclasses.field(default_factory=list)  # test-time axes: the final
+    # parameters' metrics at each point of Settings.final_eval's product, in its order
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,14 +86,20 @@ class Program:
     slots: int
     seconds: float  # lowering and compiling (or loading it from the persistent cache)
     peak_bytes: int  # per device, from XLA's memory analysis
+    final_eval: Callable | None = None  # (state, dyn, points) -> {metric: (slots, P)}; with test-time axes
+    points: dict | None = None  # field -> (P,) values of the test-time axes' product, as the program reads them
+
+
+def template_dyn(exp: Experiment, settings: Settings, slots: int, template: Run) -> dict[str, np.ndarray]:
+    """The dynamic values of `slots` copies of the template run (what a program is compiled for)."""
+    return dyn_arrays([traced_values(exp, template.config)] * slots, [template.lr] * slots, [settings.steps] * slots)
 
 
 def abstract_state(exp: Experiment, bucket: Bucket, settings: Settings, slots: int, template: Run):
     """The RunState of `slots` slots of the bucket, as ShapeDtypeStructs (traced, nothing compiled)."""
     _, init_all = make_segment(exp, bucket.shape_dict, settings)
     seeds = np.full(slots, template.seed, np.int32)
-    dyn = dyn_arrays([traced_values(exp, template.config)] * slots, [template.lr] * slots)
-    return jax.eval_shape(init_all, seeds, seeds, dyn)
+    return jax.eval_shape(init_all, seeds, seeds, template_dyn(exp, settings, slots, template))
 
 
 def nbytes(tree) -> int:
@@ -99,14 +114,20 @@ def compile_program(exp: Experiment, bucket: Bucket, settings: Settings, slots: 
     shard = NamedSharding(mesh, P("runs"))
     on_mesh = lambda a: jax.ShapeDtypeStruct(np.shape(a), a.dtype, sharding=shard)  # noqa: E731
     state = jax.tree.map(on_mesh, abstract_state(exp, bucket, settings, slots, template))
-    dyn = dyn_arrays([traced_values(exp, template.config)] * slots, [template.lr] * slots)
+    dyn = template_dyn(exp, settings, slots, template)
     ints, flags = np.zeros(slots, np.int32), np.zeros(slots, bool)
     scalar = jax.ShapeDtypeStruct((), np.int32, sharding=NamedSharding(mesh, P()))
     args = (jax.tree.map(on_mesh, dyn), on_mesh(ints), on_mesh(ints), on_mesh(flags), on_mesh(flags), scalar, scalar)
     segment, _ = make_segment(exp, bucket.shape_dict, settings, axis="runs")
     program = sharded_segment(segment, mesh, "runs", settings)
     compiled = jax.jit(program, donate_argnums=0).lower(state, *args).compile()
-    return Program(compiled, state, mesh, slots, time.perf_counter() - start, peak_bytes(compiled))
+    final, points = None, None
+    if settings.final_eval:
+        rows = final_eval_points(settings)
+        points = {k: np.asarray([r[k] for r in rows], dyn[k].dtype) for k in rows[0]}
+        final = jax.jit(make_final_eval(exp, bucket.shape_dict)).lower(state, args[0], points).compile()
+    seconds = time.perf_counter() - start
+    return Program(compiled, state, mesh, slots, seconds, peak_bytes(compiled), final, points)
 
 
 class BucketRunner:
@@ -120,8 +141,11 @@ class BucketRunner:
         checkpoint_dir,
         lookup: Callable[[str], Run | None],
         segment_seconds: float = 2.0,
+        budget: Callable[[Run], int] | None = None,
     ):
+        """`budget(run)`: a run's own step budget (default: `settings.steps` for every run)."""
         self.exp, self.bucket, self.settings, self.program = exp, bucket, settings, program
+        self.budget = budget or (lambda run: settings.steps)
         slots = self.n_slots = program.slots
         self.segment_seconds = segment_seconds
         self.slots: list[Run | None] = [None] * slots
@@ -133,7 +157,7 @@ class BucketRunner:
         self.device = f"{devices[0].platform}:{len(devices)}"
         self.shard = NamedSharding(program.mesh, P("runs"))
         self.replicated = NamedSharding(program.mesh, P())
-        self.dyn = dyn_arrays([traced_values(exp, template.config)] * slots, [template.lr] * slots)
+        self.dyn = template_dyn(exp, settings, slots, template)
         self.seeds = np.full(slots, template.seed, np.int32)
         self.problem_index = np.full(slots, template.problem_index, np.int32)
         self.abstract_state = program.abstract_state
@@ -163,6 +187,7 @@ class BucketRunner:
         for k, v in traced_values(self.exp, run.config).items():
             self.dyn[k][i] = v
         self.dyn["lr"][i] = run.lr
+        self.dyn["budget"][i] = self.budget(run)
         self.seeds[i], self.problem_index[i] = run.seed, run.problem_index
 
     def _args(self, refill, vacant, max_blocks, stop_after):
@@ -229,6 +254,7 @@ class BucketRunner:
             for j in range(int(summary["history_len"][i]))
         ]
         finished = []
+        at_points = self._final_evaluations(summary["done"])
         for i, run in enumerate(self.slots):
             if run is not None and summary["done"][i]:
                 finished.append(
@@ -240,10 +266,26 @@ class BucketRunner:
                         hit_step=int(summary["hit"][i]),
                         diverged=bool(summary["diverged"][i]),
                         wall=float(self.wall[i]),
+                        at_points=at_points[i] if at_points else [],
                     )
                 )
                 self.slots[i] = None
         return finished, trajectory, steps_taken
+
+    def _final_evaluations(self, done: np.ndarray) -> list[list[dict]] | None:
+        """Per slot, the metrics of its parameters at every point of the test-time axes (in the order
+        of `final_eval_points`), when some occupied slot is done (None without test-time axes or
+        finished runs): read before the slot is refilled, from the state the segment left."""
+        finished = [r is not None and done[i] for i, r in enumerate(self.slots)]
+        if self.program.final_eval is None or not any(finished):
+            return None
+        dyn = jax.tree.map(lambda x: jax.device_put(x, self.shard), self.dyn)
+        metrics = jax.device_get(self.program.final_eval(self.state, dyn, self.program.points))
+        count = len(next(iter(self.program.points.values())))
+        return [
+            [{k: float(v[i, p]) for k, v in metrics.items()} for p in range(count)] if finished[i] else []
+            for i in range(self.n_slots)
+        ]
 
     def _blank_state(self):
         """Placeholder slots for the first segment (every slot is initialised by it); built on the

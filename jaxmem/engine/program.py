@@ -9,6 +9,7 @@ can change them freely without recompiling: one compile per bucket.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, NamedTuple
 
 import diffrax
@@ -22,7 +23,7 @@ from jaxmem.experiments.interface import Experiment
 from jaxmem.plan.runs import run_key
 
 
-class RunState(NamedTuple):
+class RunState(NamedTuple):  # numbers in the default float type: float32, or float64 in x64 mode
     key: jax.Array  # the run's key; step t's batch key is fold_in(fold_in(key, BATCH_STREAM), t)
     params: Any
     opt_state: Any
@@ -53,6 +54,9 @@ class Settings(NamedTuple):
     atol: float = 1e-8
     higher_is_better: bool = True  # the success direction: reach at least (True) or at most (False)
     give_up: int = 0  # evaluations; see `hopeless`; 0 = never give up
+    eval_steps: tuple[int, ...] = ()  # a log schedule: the steps evaluated after step 0, ending at `steps`;
+    # empty: every `eval_every` steps
+    final_eval: tuple[tuple[str, tuple], ...] = ()  # test-time axes: (field, traced values), see `make_final_eval`
 
     def toward(self, value):
         """`value` on the scale where higher is better (the metric, or its negative); an involution."""
@@ -69,7 +73,7 @@ def tree_where(mask: jax.Array, new, old):
     return jax.tree.map(pick, new, old)
 
 
-def hopeless(settings: Settings, recent: jax.Array, evaluations: jax.Array, best: jax.Array, step: jax.Array):
+def hopeless(settings: Settings, recent: jax.Array, evaluations: jax.Array, best: jax.Array, step, budget):
     """Whether a run should give up (`Settings.give_up` = K > 0): after K evaluations, its best value
     (on the `toward` scale), gaining what it gained over the last K evaluations every K evaluations
     from now on, would stay below the success threshold at the end of its step budget. `recent` holds
@@ -78,7 +82,7 @@ def hopeless(settings: Settings, recent: jax.Array, evaluations: jax.Array, best
     if not k:
         return jnp.array(False)
     gain = best - recent[evaluations % k]
-    remaining = (settings.steps - step) / (settings.eval_every * k)
+    remaining = (budget - step) / (settings.eval_every * k)
     return (evaluations >= k) & (best + jnp.maximum(gain, 0.0) * remaining < settings.toward(settings.hit_threshold))
 
 
@@ -111,6 +115,24 @@ def batch_key(key: jax.Array, step: jax.Array) -> jax.Array:
     return jax.random.fold_in(jax.random.fold_in(key, BATCH_STREAM), step)
 
 
+def block_length(settings: Settings, step: jax.Array):
+    """Steps from `step` to the next evaluation: `eval_every`, or on a log schedule the distance to
+    the next scheduled step (at least 1: a run past the schedule's end is done and frozen anyway)."""
+    if not settings.eval_steps:
+        return settings.eval_every
+    schedule = jnp.asarray(settings.eval_steps, jnp.int32)
+    following = schedule[jnp.minimum(jnp.searchsorted(schedule, step, side="right"), len(schedule) - 1)]
+    return jnp.maximum(following - step, 1)
+
+
+def log_schedule(steps: int, points: int) -> tuple[int, ...]:
+    """The evaluated steps of a log schedule: the distinct integers round(10^x) for `points` values x
+    evenly spaced in [0, log10(steps)], ending at `steps`."""
+    if steps < 1:
+        return ()
+    return tuple(sorted({int(round(v)) for v in np.logspace(0, np.log10(steps), points)} | {steps}))
+
+
 def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | None = None):
     """Build the (uncompiled) segment function of a bucket. With `axis`, the function is the
     per-device body of a `shard_map` over that mesh axis: slot counts are summed across devices."""
@@ -122,9 +144,9 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
     flow = settings.integrator == "gradient_flow"
 
     def evaluate(params, problem, dyn, opt_state):
-        metrics = {k: jnp.asarray(v, jnp.float32) for k, v in exp.evaluate(params, problem, shape, dyn).items()}
+        metrics = {k: jnp.asarray(v, float) for k, v in exp.evaluate(params, problem, shape, dyn).items()}
         if flow:  # the solver's accepted steps so far (its effort: stiffness, tolerance)
-            metrics["solver_steps"] = opt_state["solver_steps"].astype(jnp.float32)
+            metrics["solver_steps"] = opt_state["solver_steps"].astype(float)
         return metrics
 
     def record(state: RunState, metrics: dict) -> RunState:
@@ -138,7 +160,7 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
             history_len=state.history_len + 1,
         )
 
-    def settle(state: RunState, metrics: dict) -> RunState:
+    def settle(state: RunState, metrics: dict, budget) -> RunState:
         value = settings.toward(metrics[settings.metric])
         reached = value >= settings.toward(settings.hit_threshold)
         hit_step = jnp.where((state.hit_step < 0) & reached, state.step, state.hit_step)
@@ -147,8 +169,8 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
         done = (
             state.done
             | (best >= settings.toward(settings.stop_threshold))
-            | (state.step >= settings.steps)
-            | hopeless(settings, state.recent, evaluations, best, state.step)
+            | (state.step >= budget)
+            | hopeless(settings, state.recent, evaluations, best, state.step, budget)
         )
         recent = state.recent.at[evaluations % max(settings.give_up, 1)].set(best)
         return state._replace(best=best, hit_step=hit_step, done=done, recent=recent, last=metrics)
@@ -169,17 +191,17 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
             opt_state=opt_state,
             problem=problem,
             step=jnp.array(0, jnp.int32),
-            best=jnp.array(-jnp.inf, jnp.float32),
+            best=jnp.array(-jnp.inf, float),
             hit_step=jnp.array(-1, jnp.int32),
             done=rejected(metrics),
             diverged=jnp.array(False),
-            recent=jnp.zeros(max(settings.give_up, 1), jnp.float32),
+            recent=jnp.zeros(max(settings.give_up, 1), float),
             last=metrics,
-            history={k: jnp.zeros(max(settings.history, 1), jnp.float32) for k in metrics},  # no 0-size
+            history={k: jnp.zeros(max(settings.history, 1), float) for k in metrics},  # no 0-size
             history_step=jnp.zeros(max(settings.history, 1), jnp.int32),  # arrays: shard_map mistypes them
             history_len=jnp.array(0, jnp.int32),
         )
-        return record(settle(fresh, metrics), metrics)
+        return record(settle(fresh, metrics, dyn["budget"]), metrics)
 
     def train_step(carry, dyn):
         """One optimizer step of every slot, frozen or not (the block keeps or discards the result)."""
@@ -211,7 +233,7 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
         """`eval_every` optimizer steps. Freezing and the divergence check happen once per block, not
         per step: the per-step selects cost as much as a tiny model's own arithmetic."""
         trained, finite = jax.lax.fori_loop(
-            0, settings.eval_every, lambda _, c: train_step(c, dyn), (state, state.step >= 0)
+            0, block_length(settings, state.step), lambda _, c: train_step(c, dyn), (state, state.step >= 0)
         )  # (True, derived from the state so that it keeps the per-device sharding type)
         return commit(state, trained, finite)
 
@@ -219,14 +241,14 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
         """Gradient flow θ̇ = −∇L over the next `eval_every` steps of `lr` time units each, solved by
         diffrax (Tsit5, PID step control at rtol/atol); the loss must be deterministic (a population
         loss): it gets the run's own key. A failed solve or a non-finite state marks the run diverged."""
-        lr = dyn["lr"]
+        lr, length = dyn["lr"], block_length(settings, state.step)
         grad = jax.grad(exp.loss)
         field = lambda t, p, args: jax.tree.map(jnp.negative, grad(p, state.problem, shape, dyn, state.key))  # noqa: E731
         solution = diffrax.diffeqsolve(
             diffrax.ODETerm(field),
             diffrax.Tsit5(),
             t0=state.step * lr,
-            t1=(state.step + settings.eval_every) * lr,
+            t1=(state.step + length) * lr,
             dt0=lr,
             y0=state.params,
             stepsize_controller=diffrax.PIDController(rtol=settings.rtol, atol=settings.atol),
@@ -236,7 +258,7 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
         trained = state._replace(
             params=jax.tree.map(lambda y: y[-1], solution.ys),
             opt_state={"solver_steps": state.opt_state["solver_steps"] + solution.stats["num_accepted_steps"]},
-            step=state.step + settings.eval_every,
+            step=state.step + length,
         )
         return commit(state, trained, solution.result == diffrax.RESULTS.successful)
 
@@ -246,7 +268,7 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
         elif settings.steps:  # constructions evaluated without training compile no training step
             state = train_block(state, dyn)
         metrics = evaluate(state.params, state.problem, dyn, state.opt_state)
-        settled = record(settle(state, metrics), metrics)
+        settled = record(settle(state, metrics, dyn["budget"]), metrics)
         live = ~state.done
         keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(live, a, b), new, old)  # noqa: E731
         return state._replace(
@@ -289,6 +311,30 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
     return segment, init_all
 
 
+def final_eval_points(settings: Settings) -> list[dict]:
+    """The points of the test-time axes' product, as {field: traced value}, in spec order."""
+    names = [name for name, _ in settings.final_eval]
+    return [dict(zip(names, combo)) for combo in itertools.product(*(values for _, values in settings.final_eval))]
+
+
+def make_final_eval(exp: Experiment, shape: dict):
+    """`final_eval(state, dyn, points) -> {metric: (slots, P)}`: every slot's current parameters
+    evaluated at each of the P points (`points`: field -> (P,) traced values, replacing the run's own
+    value in `dyn`): test-time axes read off the trained model, never retrained."""
+
+    def one(params, problem, dyn, points):
+        def at(point):
+            metrics = exp.evaluate(params, problem, shape, {**dyn, **point})
+            return {k: jnp.asarray(v, float) for k, v in metrics.items()}
+
+        return jax.vmap(at)(points)
+
+    def final_eval(state: RunState, dyn: dict, points: dict):
+        return jax.vmap(one, in_axes=(0, 0, 0, None))(state.params, state.problem, dyn, points)
+
+    return final_eval
+
+
 def sharded_segment(segment, mesh, axis: str, settings: Settings):
     """The segment as a `shard_map` over the runs axis: every device runs the same local program on
     its own slots, whatever the device count, so results do not depend on sharding. diffrax's solver
@@ -303,11 +349,14 @@ def sharded_segment(segment, mesh, axis: str, settings: Settings):
     )
 
 
-def dyn_arrays(values: list[dict], lrs: list[float]) -> dict[str, np.ndarray]:
-    """Stack per-slot dynamic values (true sizes, options, learning rate) into host arrays."""
+def dyn_arrays(values: list[dict], lrs: list[float], budgets: list[int] | None = None) -> dict[str, np.ndarray]:
+    """Stack per-slot dynamic values (true sizes, options, learning rate and, for the engine's
+    programs, each run's step budget) into host arrays; numbers in the default float type (float64
+    in x64 mode)."""
+    real = np.float64 if jax.config.jax_enable_x64 else np.float32
     keys = values[0].keys()
-    out = {
-        k: np.asarray([v[k] for v in values], np.float32 if isinstance(values[0][k], float) else np.int32) for k in keys
-    }
-    out["lr"] = np.asarray(lrs, np.float32)
+    out = {k: np.asarray([v[k] for v in values], real if isinstance(values[0][k], float) else np.int32) for k in keys}
+    out["lr"] = np.asarray(lrs, real)
+    if budgets is not None:
+        out["budget"] = np.asarray(budgets, np.int32)
     return out

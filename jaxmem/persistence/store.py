@@ -1,7 +1,8 @@
 """Crash-safe, append-only results store (SQLite, one file per output folder).
 
 Every finished run is one row of `runs`, every finished threshold search one row of `searches`,
-and (optionally) in-flight metrics go to `trajectories`. Rows are written in transactions and keyed
+and (optionally) in-flight metrics go to `trajectories`, the test-time evaluations of a finished run's
+parameters to `final_eval`. Rows are written in transactions and keyed
 by deterministic ids, so a process killed at any point leaves either the whole row or nothing, and a
 resumed sweep never writes a row twice.
 
@@ -48,6 +49,9 @@ CREATE TABLE IF NOT EXISTS searches (
     probes INTEGER, non_monotone INTEGER NOT NULL, params REAL, bits REAL, status TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS trajectories (
     run_id TEXT NOT NULL, step INTEGER NOT NULL, metrics TEXT NOT NULL, PRIMARY KEY (run_id, step));
+CREATE TABLE IF NOT EXISTS final_eval (
+    run_id TEXT NOT NULL, point INTEGER NOT NULL, at TEXT NOT NULL, metrics TEXT NOT NULL,
+    PRIMARY KEY (run_id, point));
 CREATE TABLE IF NOT EXISTS compiles (
     bucket TEXT NOT NULL, shape TEXT NOT NULL, slots INTEGER NOT NULL, seconds REAL NOT NULL, at REAL NOT NULL);
 """
@@ -93,6 +97,7 @@ CHECKED = {  # every table, with the columns its rows' checksums cover
     "runs": RUN_COLUMNS,
     "searches": SEARCH_COLUMNS,
     "trajectories": ("run_id", "step", "metrics"),
+    "final_eval": ("run_id", "point", "at", "metrics"),  # point: its index in the axes' product; at: its values
     "meta": ("key", "value"),
     "compiles": ("bucket", "shape", "slots", "seconds", "at"),
 }
@@ -100,6 +105,7 @@ ORDER = {  # the canonical order of each table's rows in every read (a total ord
     "runs": ("point", "seed", "value", "lr", "run_id"),
     "searches": ("point", "seed", "unit"),
     "trajectories": ("run_id", "step"),
+    "final_eval": ("run_id", "point"),
     "meta": ("key",),
     "compiles": ("at", "bucket", "shape", "slots", "seconds"),
 }
@@ -194,14 +200,24 @@ class Store:
                 [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in values.items()],
             )
 
-    def add_runs(self, rows: Iterable[dict], trajectory: Iterable[tuple[str, int, dict]] = ()) -> None:
-        """Append finished runs (and trajectory points) in one transaction; existing ids are kept."""
+    def add_runs(
+        self,
+        rows: Iterable[dict],
+        trajectory: Iterable[tuple[str, int, dict]] = (),
+        final_eval: Iterable[tuple[str, int, dict, dict]] = (),
+    ) -> None:
+        """Append finished runs, trajectory points and test-time evaluations (run_id, point index,
+        point, metrics) in one transaction; existing ids are kept."""
         with self.db:
             self.db.executemany(
                 _insert("runs"),
                 [tuple(_cell(r.get(c)) for c in RUN_COLUMNS) for r in rows],
             )
             self.add_trajectory(trajectory)
+            self.db.executemany(
+                _insert("final_eval"),
+                [(run, i, json.dumps(at), json.dumps(m)) for run, i, at, m in final_eval],
+            )
 
     def add_trajectory(self, points: Iterable[tuple[str, int, dict]]) -> None:
         self.db.executemany(
@@ -360,11 +376,12 @@ def expand_config(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def load_results(out_dir: str | Path, table: str = "runs", expand: bool = True) -> pd.DataFrame:
-    """One sweep's results as a DataFrame: `runs` (default), `searches`, `trajectories`, `compiles` or
-    `meta`, read without writing anything; with `expand`, the JSON `config` column becomes one column
-    per field. Rows come in a canonical order, whatever order they were written in: runs by (point,
-    seed, value, lr, run_id), searches by (point, seed, unit), trajectories by (run_id, step), meta by
-    key, compiles by time."""
+    """One sweep's results as a DataFrame: `runs` (default), `searches`, `trajectories`, `final_eval`
+    (test-time axes: see `final_eval_frame`), `compiles` or `meta`, read without writing anything;
+    with `expand`, the JSON `config` column becomes one column per field. Rows come in a canonical
+    order, whatever order they were written in: runs by (point, seed, value, lr, run_id), searches by
+    (point, seed, unit), trajectories by (run_id, step), final_eval by (run_id, point), meta by key,
+    compiles by time."""
     path = Path(out_dir) / FILENAME
     if not path.is_file():
         raise FileNotFoundError(f"no results in {out_dir} (expected {path})")
@@ -378,4 +395,21 @@ def load_results(out_dir: str | Path, table: str = "runs", expand: bool = True) 
     for column in ("diverged", "success", "non_monotone"):
         if column in frame:
             frame[column] = frame[column].astype(bool)
+    if table == "final_eval" and expand:
+        return final_eval_frame(frame, load_results(out_dir, "runs", expand=False))
     return expand_config(frame) if expand else frame
+
+
+def final_eval_frame(raw: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """The test-time evaluations, wide: run_id, seed, lr, the run's config (a test-time field holds
+    the evaluated value; the run's own value, where its config has one, is `trained_<field>`), then
+    every metric; in (run, point) order."""
+    if raw.empty:
+        return raw.drop(columns=["point", "at", "metrics"])
+    at = pd.DataFrame([json.loads(a) for a in raw["at"]], index=raw.index)
+    metrics = pd.DataFrame([json.loads(m) for m in raw["metrics"]], index=raw.index)
+    run = runs.set_index("run_id").loc[raw["run_id"], ["seed", "lr", "config"]].set_index(raw.index)
+    config = pd.DataFrame([json.loads(c) for c in run["config"]], index=raw.index)
+    config = config.rename(columns={c: f"trained_{c}" for c in at.columns})
+    config = config.drop(columns=[c for c in config.columns if c in metrics.columns])
+    return pd.concat([raw[["run_id"]], run[["seed", "lr"]], config, at, metrics], axis=1)

@@ -10,7 +10,10 @@ Layout (every section but `experiment` optional; see sweeps/ for complete exampl
     [grid]     d = [8, 16]                  # axes: list | {range=[a,b,step]} | {log_range=[a,b], num=k}
                                             #       | {exponents=[a,b,step], base=2}; round = "floor"|"round"|"ceil"
     [derived]  m = "m_over_d * d"           # expressions over grid/fixed names
-    [train]    steps, eval_every, metric, early_stop, learning_rates (a list = best over them, in parallel),
+    [train]    steps (a number, or an expression of the run's config: its own step budget, e.g. "4 * n_omega"),
+               eval_every, eval_schedule ("linear": every eval_every steps | "log": eval_points log-spaced
+               steps), precision ("float32" | "float64": the whole sweep in x64), metric, early_stop,
+               learning_rates (a list = best over them, in parallel),
                integrator ("optax" | "gradient_flow"), rtol, atol, give_up; early_stop: stop a run once its best
                value reaches this level in the success direction (at_least: best >= x; at_most: best <= x);
                give_up = K: stop a run once its best value, improving at the pace of its last K
@@ -24,6 +27,8 @@ Layout (every section but `experiment` optional; see sweeps/ for complete exampl
                "smallest": an onset threshold)
     [engine]   pad_ratio, search_pad_ratio, search_pad_floor, pad_to_max, max_slots, segment_seconds,
                record_trajectory, trajectory_per_decade
+    [final_eval] l_ts = [4, 8, 16]         # test-time axes: each finished run's final parameters evaluated at
+                                            # every point of their product (traced or size fields), no retraining
     [report]   title, x, fit, guide, group_by, expect_slope, collapse, references, [report.heatmap],
                [report.trajectory]: typed and checked like the rest (keys in jaxmem.spec.report_tables)
     [presets.quick] / [presets.paper]       # same layout, deep-merged over the base
@@ -64,6 +69,7 @@ TOP_LEVEL = {
     "report",
     "success",
     "presets",
+    "final_eval",
 }
 SUCCESS_KEYS = ("metric", "at_least", "at_most", "counts")
 INTEGRATORS = ("optax", "gradient_flow")
@@ -80,10 +86,17 @@ class SpecError(ValueError):
         super().__init__(f"invalid sweep spec {source}:\n" + "\n".join(f"  - {p}" for p in problems))
 
 
+EVAL_SCHEDULES = ("linear", "log")
+PRECISIONS = ("float32", "float64")
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainSpec:
-    steps: int = 1000
+    steps: int = 1000  # the largest step budget; a spec may give an expression (SweepSpec.step_budget)
     eval_every: int = 100
+    eval_schedule: str = "linear"  # "log": evaluate at step 0 and at eval_points log-spaced steps up to `steps`
+    eval_points: int = 60
+    precision: str = "float32"  # "float64": the sweep runs with JAX's x64 mode on
     metric: str = "accuracy"
     early_stop: float | None = None  # stop a run once its best value reaches this in the success direction
     learning_rates: tuple[float, ...] = (1e-3,)
@@ -144,6 +157,8 @@ class SweepSpec:
     success: SuccessRule | None  # None: no run is judged (a grid without early_stop)
     skipped: tuple[str, ...]  # impossible points, with the reason
     resolved: dict  # the merged spec (base + preset) as data
+    step_budget: str | None = None  # train.steps as an expression of a run's config (train.steps: its maximum)
+    final_eval: tuple[tuple[str, tuple], ...] = ()  # test-time axes: (field, values) in spec order
 
     @property
     def fingerprint(self) -> str:
@@ -210,20 +225,27 @@ def parse(raw: dict, name: str, preset: str | None = None, source: str = "<spec>
     seeds = _seeds(merged.get("seeds", [0]), problems)
     if not isinstance(merged.get("description", ""), str):
         problems.append(f"description: must be a string, got {merged['description']!r}")
-    train, bad_train = _section(TrainSpec, "train", merged.get("train", {}), problems)
+    train_table, step_budget = _step_budget(merged.get("train", {}))
+    train, bad_train = _section(TrainSpec, "train", train_table, problems)
     search = _search(merged.get("search"), exp, problems)
     engine, bad_engine = _section(EngineSpec, "engine", merged.get("engine", {}), problems)
     report = report_tables.read_report(merged.get("report", {}), problems, _report_context(merged, exp, train, search))
     success = _success(merged, exp, train, search, problems)
     if train:
-        _check_train(train, bad_train, exp, problems)
+        _check_train(train, bad_train | ({"steps"} if step_budget is not None else set()), exp, problems)
         if "give_up" not in bad_train and train.give_up and success is None:
             problems.append("train.give_up: needs a success rule to give up on ([success], or a search's threshold)")
+        _check_schedule(train, bad_train, step_budget, problems)
     if engine:
         _check_engine(engine, bad_engine, exp, search, problems)
     points, axes, skipped = ([], (), [])
     if exp is not None:
         points, axes, skipped = _points(merged, exp, search, problems)
+    final_eval = _final_eval(merged.get("final_eval", {}), exp, search, problems) if exp is not None else ()
+    if step_budget is not None and exp is not None:
+        _check_budget_names(step_budget, merged, exp, search, problems)
+    if train and step_budget is not None and points and not problems:  # (its names are known: checked above)
+        train = dataclasses.replace(train, steps=_largest_budget(step_budget, points, search, train, problems))
     if problems:
         raise SpecError(source, problems)
     return SweepSpec(
@@ -241,6 +263,8 @@ def parse(raw: dict, name: str, preset: str | None = None, source: str = "<spec>
         success=success,
         skipped=tuple(skipped),
         resolved=merged,
+        step_budget=step_budget,
+        final_eval=final_eval,
     )
 
 
@@ -444,7 +468,7 @@ def _check_train(train: TrainSpec, bad: set, exp: Experiment | None, problems):
         problems.append(f"train.give_up: must be >= 0 evaluations (0 = off), got {train.give_up}")
     if "eval_every" not in bad and train.eval_every < 1:
         problems.append(f"train.eval_every: must be >= 1, got {train.eval_every}")
-    elif not bad & {"steps", "eval_every"} and train.steps % train.eval_every:
+    elif not bad & {"steps", "eval_every"} and train.eval_schedule == "linear" and train.steps % train.eval_every:
         problems.append(f"train.steps: {train.steps} is not a multiple of train.eval_every = {train.eval_every}")
     if "learning_rates" not in bad and any(lr <= 0 or not math.isfinite(lr) for lr in train.learning_rates):
         problems.append(f"train.learning_rates: must be positive and finite, got {list(train.learning_rates)}")
@@ -459,6 +483,96 @@ def _check_train(train: TrainSpec, bad: set, exp: Experiment | None, problems):
         problems.append(
             f"train.metric: {train.metric!r} is not a metric of {exp.name}; one of {', '.join(exp.metrics)}"
         )
+
+
+def _step_budget(table) -> tuple[Any, str | None]:
+    """The [train] table without an expression given as `steps`, and that expression (or None)."""
+    if not isinstance(table, dict) or not isinstance(table.get("steps"), str):
+        return table, None
+    return {k: v for k, v in table.items() if k != "steps"}, table["steps"]
+
+
+def run_budget(expression: str, config: dict, eval_every: int) -> int:
+    """A run's own step budget: `expression` at its config, rounded up to whole evaluation blocks."""
+    value = expr.evaluate(expression, config)
+    if isinstance(value, float) and not math.isfinite(value) or not 0 <= value <= MAX_INT:
+        raise expr.ExpressionError(f"{expression!r} is {value} at ({_label(config)}), not a step count in [0, 2**31)")
+    return math.ceil(value / eval_every) * eval_every
+
+
+def _largest_budget(expression: str, points, search: SearchSpec | None, train: TrainSpec, problems) -> int:
+    """The largest step budget `expression` gives over the points (a searched variable at its upper
+    bound); a problem for a point where it is no step count."""
+    largest = 0
+    for point in points:
+        try:
+            config = {**point, search.variable: _bound(search.hi, point)} if search else point
+            largest = max(largest, run_budget(expression, config, train.eval_every))
+        except expr.ExpressionError as err:
+            problems.append(f"train.steps: {err}")
+            return 0
+    return largest
+
+
+def _check_budget_names(expression: str, merged: dict, exp: Experiment, search, problems) -> None:
+    """A step expression names only fields, grid/fixed/derived names and the searched variable."""
+    tables = [merged.get(k) for k in ("fixed", "grid", "derived")]
+    known = set(exp.fields).union(*(t for t in tables if isinstance(t, dict)), {search.variable} if search else ())
+    try:
+        unknown = sorted(expr.names_in(expression) - known)
+    except expr.ExpressionError as err:
+        problems.append(f"train.steps: {err}")
+        return
+    if unknown:
+        problems.append(
+            f"train.steps: unknown name {unknown[0]!r} in expression {expression!r} (known: {', '.join(sorted(known))})"
+        )
+
+
+def _check_schedule(train: TrainSpec, bad: set, step_budget: str | None, problems) -> None:
+    """The evaluation schedule and precision: known names; a log schedule has >= 2 points, a fixed
+    step budget, and no give_up rule (which counts evaluations of equal length)."""
+    if "eval_schedule" not in bad and train.eval_schedule not in EVAL_SCHEDULES:
+        problems.append(f"train.eval_schedule: must be one of {list(EVAL_SCHEDULES)}, got {train.eval_schedule!r}")
+    if "precision" not in bad and train.precision not in PRECISIONS:
+        problems.append(f"train.precision: must be one of {list(PRECISIONS)}, got {train.precision!r}")
+    if train.eval_schedule != "log":
+        return
+    if "eval_points" not in bad and train.eval_points < 2:
+        problems.append(f"train.eval_points: a log schedule needs at least 2 points, got {train.eval_points}")
+    if step_budget is not None:
+        problems.append("train.steps: a log eval_schedule needs a fixed number of steps, not an expression")
+    if train.give_up:
+        problems.append("train.give_up: not available with a log eval_schedule (its evaluations are unevenly spaced)")
+
+
+def _final_eval(table, exp: Experiment, search: SearchSpec | None, problems) -> tuple[tuple[str, tuple], ...]:
+    """The test-time axes: traced or size fields of the experiment, each a non-empty list of valid values."""
+    if not isinstance(table, dict):
+        problems.append(f"final_eval: must be a table of field = [values], got {table!r}")
+        return ()
+    axes = []
+    for name, values in table.items():
+        field = exp.fields.get(name)
+        if field is None or field.kind not in ("traced", "size"):
+            usable = [n for n, f in exp.fields.items() if f.kind in ("traced", "size")]
+            problems.append(
+                f"final_eval.{name}: not a traced or size field of {exp.name}{suggest(name, usable)}; "
+                f"usable: {', '.join(usable)}"
+            )
+            continue
+        if search is not None and name == search.variable:
+            problems.append(f"final_eval.{name}: the searched variable cannot be a test-time axis")
+            continue
+        try:
+            values = axis_values(f"final_eval.{name}", values)
+        except ValueError as err:
+            problems.append(str(err))
+            continue
+        errors = dict.fromkeys(e for v in values for e in [_field_error(field, name, v)] if e)
+        problems += [f"final_eval.{name}: {e}" for e in errors]
+        axes.append((name, tuple(values)))
+    return tuple(axes)
 
 
 def _check_engine(engine: EngineSpec, bad: set, exp: Experiment | None, search: SearchSpec | None, problems):
