@@ -54,7 +54,7 @@ def given_up_at(settings, window: int, steps: list[int], values: list[float]) ->
     for step, value in zip(steps, values):
         best = max(best, float(rule.toward(value)))
         n = step // rule.eval_every
-        if bool(hopeless(rule, jnp.asarray(recent), jnp.int32(n), jnp.float32(best), jnp.int32(step))):
+        if bool(hopeless(rule, jnp.asarray(recent), jnp.int32(n), jnp.float32(best), jnp.int32(step), rule.steps)):
             return step
         recent[n % window] = best
     return None

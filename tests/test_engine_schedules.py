@@ -8,11 +8,13 @@ import math
 
 import jax
 import numpy as np
+import pandas as pd
 import pytest
 
 import jaxmem
 from jaxmem.engine.program import log_schedule
 from jaxmem.persistence.store import load_results
+from jaxmem.report.final_eval import stays_from
 from jaxmem.spec.sweep import SpecError, parse
 
 MEMORY = {"model": "mlp", "d": 8, "m": 16}
@@ -41,6 +43,7 @@ def budgets_and_final_eval(tmp_path_factory):
         grid={"N": [8, 24]},
         train={"steps": "10 * N + 5", "eval_every": 16, "learning_rates": [3e-2]},
         final_eval={"N": [4, 8, 24, 40]},
+        report={"final_eval": {"readoff": {"metric": "loss", "at_most": 7.0}}},
     )
     jaxmem.run(raw, out)
     return out
@@ -105,3 +108,20 @@ def test_bad_schedules_budgets_and_axes_are_named(sections, complaint):
     with pytest.raises(SpecError) as err:
         parse(raw, name="bad")
     assert complaint in str(err.value)
+
+
+def test_stays_from_is_the_start_of_the_last_good_stretch():
+    xs = np.array([1.0, 2.0, 4.0, 8.0])
+    assert stays_from(xs, np.array([0.5, 0.1, 0.3, 0.1]), 0.2, at_most=True) == 8.0  # 4 dips out again
+    assert stays_from(xs, np.array([0.1, 0.1, 0.1, 0.1]), 0.2, at_most=True) == 1.0
+    assert stays_from(xs, np.array([0.1, 0.1, 0.1, 0.5]), 0.2, at_most=True) == math.inf
+    assert stays_from(xs, np.array([0.1, 0.9, 0.95, 0.99]), 0.9, at_most=False) == 2.0
+
+
+def test_the_report_reads_off_every_curve(budgets_and_final_eval):
+    table = load_results(budgets_and_final_eval, "final_eval")
+    readoff = pd.read_csv(budgets_and_final_eval / "final_eval_readoff.csv").set_index("run_id")
+    for run_id, curve in table.groupby("run_id"):
+        expected = stays_from(curve["N"].to_numpy(float), curve["loss"].to_numpy(float), 7.0, at_most=True)
+        assert readoff.loc[run_id, "x_star"] == expected
+    assert "smallest x with loss ≤ 7 from there on" in (budgets_and_final_eval / "report.md").read_text()

@@ -393,3 +393,77 @@ def test_expansion_never_probes_past_the_variables_ceiling(lo, width, ceiling_fa
     b, rounds = run(make_spec(max_expand=10), lo, hi, lambda v: True, ceiling=ceiling)
     assert b.censored == "above" and max(v for r in rounds for v in r) <= ceiling
     assert b.expansions <= 10
+
+
+# -- law-seeded brackets ---------------------------------------------------------------------------
+
+
+def run_seeded(spec, lo, hi, within, success, limit=500):
+    """Drive a search whose first bracket [lo, hi] sits inside the spec's bounds `within`."""
+    b, rounds = search.start(spec, lo, hi, within=within), 0
+    while not b.done:
+        b = search.update(spec, b, {v: bool(success(v)) for v in search.probes(spec, b)})
+        rounds += 1
+        assert rounds < limit, "search does not terminate"
+    return b
+
+
+@FAST
+@given(bounds=bounds, frac=st.floats(0, 1), seed_frac=st.floats(0, 1), width=st.floats(0.05, 1.0), k=st.integers(1, 4))
+def test_a_seeded_bracket_finds_the_capacity_anywhere_in_the_spec_bounds(bounds, frac, seed_frac, width, k):
+    """Wherever the prediction falls, a monotone success rule's answer inside the spec's bounds is found
+    exactly: a failing lower end halves toward the spec's lower bound, doublings up to its upper bound
+    are free (`max_expand` = 0 here, so none beyond it is allowed)."""
+    lo, hi = bounds
+    assume(hi - lo >= 4)
+    c = lo + int(frac * (hi - lo - 1))
+    seeded = search.seeded(lo, hi, lo + seed_frac * (hi - lo), width)
+    assume(seeded is not None)
+    b = run_seeded(make_spec(probes=k, max_expand=0), *seeded, (lo, hi), below(c))
+    assert b.capacity == c and b.censored == ""
+
+
+def test_a_seeded_search_is_censored_only_past_the_spec_bounds():
+    spec = make_spec(max_expand=0)
+    assert run_seeded(spec, 40, 60, (10, 100), lambda v: False).censored == "below"  # even 10 failed
+    b = run_seeded(spec, 40, 60, (10, 100), lambda v: True)
+    assert b.censored == "above" and b.capacity == 100  # free doublings reach 100; one more is not allowed
+
+
+def test_seeded_brackets_are_the_prediction_neighbourhood_inside_the_bounds():
+    assert search.seeded(10, 1000, 100.0, 0.25) == (80, 125)
+    assert search.seeded(90, 1000, 100.0, 0.25) == (90, 125)
+    assert search.seeded(10, 110, 100.0, 0.25) == (80, 110)
+    assert search.seeded(10, 1000, math.nan, 0.25) is None
+    assert search.seeded(90, 110, 100.0, 0.25) is None  # no narrower than the spec's bracket
+
+
+def test_the_power_law_through_earlier_answers():
+    from jaxmem.driver.sweep import power_law_at
+
+    assert power_law_at([(8, 64.0), (16, 256.0)], 32) == pytest.approx(1024.0)
+    assert power_law_at([(8, 64.0), (11, 121.0), (16, 256.0)], 22) == pytest.approx(484.0)
+    assert math.isnan(power_law_at([(8, 64.0), (16, math.nan)], 32))  # a censored answer does not count
+    assert math.isnan(power_law_at([(8, 64.0)], 32))
+
+
+@pytest.mark.parametrize(
+    "change, complaint",
+    [
+        ({"law_axis": "q"}, "search.law_axis: 'q' is not a grid axis"),
+        ({"law_axis": "d", "mode": "paper"}, "search.law_axis: law-seeded brackets need mode = 'verified'"),
+        ({"law_axis": "d", "law_margin": 0}, "search.law_margin: must be > 0"),
+    ],
+)
+def test_bad_law_settings_are_named(change, complaint):
+    from jaxmem.spec.sweep import SpecError, parse
+
+    raw = {
+        "experiment": "assoc_memory",
+        "fixed": {"model": "linear"},
+        "grid": {"d": [8, 16, 32]},
+        "search": {"variable": "N", "lo": "d", "hi": "d * d", **change},
+    }
+    with pytest.raises(SpecError) as err:
+        parse(raw, name="bad")
+    assert complaint in str(err.value)

@@ -8,6 +8,10 @@ the same vmapped programs.
   whose upper end succeeds is doubled (at most `max_expand` times, then censored "above"); a lower
   end that fails ends the search, censored "below". Later rounds test K geometrically spaced interior
   points: a (K+1)-ary search, log_{K+1} rounds instead of log_2.
+- seeded (verified mode with `law_axis`): the first bracket is a prediction's neighbourhood inside
+  the spec's bounds (`start(..., within=(lo, hi))`); a failing lower end then halves the bracket down
+  to the spec's lower bound before the search is censored "below", and doublings up to the spec's
+  upper bound do not count against `max_expand`.
 - `paper`: the authors' binary search (Nichani et al., spec §4.2–4.3): probe ⌊(lo+hi)/2⌋, the lower
   end is assumed feasible and the upper end is never tested; stop at hi/lo ≤ 1 + resolution or
   hi − lo ≤ 1; the answer is lo.
@@ -35,6 +39,8 @@ class Bracket:
     non_monotone: bool = False  # a success was seen above a failure
     done: bool = False
     ceiling: int | None = None  # the largest value the variable may take: no doubling past it
+    floor: int | None = None  # a seeded bracket: the spec's lower bound, which a failing lower end halves toward
+    free_up_to: int | None = None  # a seeded bracket: the spec's upper bound, doublings below it are free
 
     @property
     def capacity(self) -> float:
@@ -49,9 +55,21 @@ class Bracket:
         return float(self.hi) if self.hi_bad and self.censored != "above" else math.nan
 
 
-def start(spec: SearchSpec, lo: int, hi: int, ceiling: int | None = None) -> Bracket:
+def start(spec: SearchSpec, lo: int, hi: int, ceiling: int | None = None, within: tuple[int, int] | None = None):
+    """The first bracket [lo, hi]; `within`: the spec's bounds around a seeded [lo, hi] (verified mode)."""
     paper = spec.mode == "paper"
-    return _settle(spec, Bracket(lo=lo, hi=hi, lo_ok=paper, hi_bad=paper, ceiling=ceiling))
+    floor, free = within if within is not None else (None, None)
+    return _settle(spec, Bracket(lo, hi, lo_ok=paper, hi_bad=paper, ceiling=ceiling, floor=floor, free_up_to=free))
+
+
+def seeded(lo: int, hi: int, prediction: float, margin: float) -> tuple[int, int] | None:
+    """[prediction / (1 + margin), prediction · (1 + margin)] clipped to [lo, hi], or None when the
+    prediction is not finite or the clipped bracket is no narrower than [lo, hi]."""
+    if not math.isfinite(prediction) or prediction <= 0:
+        return None
+    low = max(lo, math.floor(prediction / (1 + margin)))
+    high = min(hi, max(low + 1, math.ceil(prediction * (1 + margin))))
+    return (low, high) if (low, high) != (lo, hi) and low < high else None
 
 
 def converged(spec: SearchSpec, b: Bracket) -> bool:
@@ -88,13 +106,16 @@ def update(spec: SearchSpec, b: Bracket, outcome: dict[int, bool]) -> Bracket:
         b, rounds=b.rounds + 1, probes=b.probes + len(outcome), non_monotone=b.non_monotone or above_a_failure
     )
     if not b.lo_ok and not outcome[b.lo]:
+        if b.floor is not None and b.lo > b.floor:  # a seeded bracket: halve toward the spec's bound
+            lower = max(b.floor, b.lo // 2)
+            return _settle(spec, dataclasses.replace(b, lo=lower, hi=b.lo, lo_ok=False, hi_bad=True))
         return dataclasses.replace(b, censored="below", done=True)
     if not b.hi_bad and outcome[b.hi]:
-        if b.expansions >= spec.max_expand or (b.ceiling is not None and 2 * b.hi > b.ceiling):
+        free = b.free_up_to is not None and b.hi < b.free_up_to  # still inside the spec's bounds
+        if not free and (b.expansions >= spec.max_expand or (b.ceiling is not None and 2 * b.hi > b.ceiling)):
             return dataclasses.replace(b, lo_ok=True, censored="above", done=True)
-        return _settle(
-            spec, dataclasses.replace(b, lo=b.hi, hi=2 * b.hi, lo_ok=True, hi_bad=False, expansions=b.expansions + 1)
-        )
+        hi, expansions = (min(2 * b.hi, b.free_up_to), b.expansions) if free else (2 * b.hi, b.expansions + 1)
+        return _settle(spec, dataclasses.replace(b, lo=b.hi, hi=hi, lo_ok=True, hi_bad=False, expansions=expansions))
     lo, hi = b.lo, b.hi
     tested = sorted(v for v in outcome if b.lo < v < b.hi)
     first_fail = next((v for v in tested if not outcome[v]), None)

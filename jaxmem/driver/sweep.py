@@ -142,6 +142,7 @@ class Sweep:
         self.budget = device_memory.budget(self.devices[0], memory_cap)
         self.outcomes = store.finished_runs()
         self.searches_done = store.finished_searches()
+        self.answers = store.search_answers()  # unit id -> answer (NaN when censored): seeds law brackets
         self.runners: dict[str, BucketRunner] = {}
         self.compiler = futures.ThreadPoolExecutor(1, thread_name_prefix="jaxmem-compile")  # off the critical path
         self.to_compile: dict[str, tuple[Bucket, list[Run]]] = {}  # buckets waiting for (or in) their compile,
@@ -163,6 +164,8 @@ class Sweep:
                 self.size_floors[name] = max(self.size_floors.get(name, 0), *values)
         names = [name for name, _ in spec.final_eval]
         self.final_points = [dict(zip(names, c)) for c in itertools.product(*(v for _, v in spec.final_eval))]
+        self.earlier = law_chains(spec, self.mine, part)
+        self.seeded_noted: set[str] = set()
 
     def step_budget(self, run: Run) -> int:
         """The run's step budget: `train.steps`, or the spec's step expression at the run's config."""
@@ -192,9 +195,27 @@ class Sweep:
         return success if self.spec.search.goal == "largest" else not success  # bracket the last failure
 
     def _bracket(self, unit: Unit) -> searching.Bracket:
+        """The unit's first bracket: the spec's bounds, or with `law_axis` the neighbourhood of the
+        power law fitted to the answers of the same seed's smaller values on that axis (>= 2 needed)."""
         s = self.spec.search
         lo, hi = (int(evaluate(b, unit.point)) for b in (s.lo, s.hi))
-        return searching.start(s, lo, hi, self.exp.fields[s.variable].maximum)
+        ceiling = self.exp.fields[s.variable].maximum
+        known = [(u.point[s.law_axis], self.answers.get(u.id, math.nan)) for u in self.earlier.get(unit.id, [])]
+        prediction = power_law_at(known, unit.point[s.law_axis]) if s.law_axis else math.nan
+        seeded = searching.seeded(lo, hi, prediction, s.law_margin)
+        if seeded is None:
+            return searching.start(s, lo, hi, ceiling)
+        if unit.id not in self.seeded_noted:
+            self.seeded_noted.add(unit.id)
+            self.progress.note(
+                f"search {unit.id}: bracket {list(seeded)} around {prediction:.4g}, the law fitted to "
+                f"{s.law_axis} = {', '.join(str(x) for x, _ in known)} (spec bounds [{lo}, {hi}])"
+            )
+        return searching.start(s, *seeded, ceiling, within=(lo, hi))
+
+    def _waiting(self, unit: Unit) -> bool:
+        """Whether a law-seeded search still waits for the searches of its seed's smaller values."""
+        return any(u.id not in self.searches_done for u in self.earlier.get(unit.id, []))
 
     def refresh(self) -> list[dict]:
         """Recompute the pending runs of every open unit; return rows of searches that just finished."""
@@ -203,14 +224,16 @@ class Sweep:
             if self.spec.search is None:
                 runs = [r for r in self._runs_for(unit, None, 0) if r.run_id not in self.outcomes]
             else:
-                if unit.id in self.searches_done:
+                if unit.id in self.searches_done or self._waiting(unit):
                     continue
                 bracket, values = searching.replay(
                     self.spec.search, self._bracket(unit), lambda v, u=unit: self._probe_outcome(u, v)
                 )
                 if bracket.done:
-                    finished_searches.append(self._search_row(unit, bracket))
+                    row = self._search_row(unit, bracket)
+                    finished_searches.append(row)
                     self.searches_done.add(unit.id)
+                    self.answers[unit.id] = row["capacity"] if not bracket.censored else math.nan
                     continue
                 runs = [
                     r for v in values for r in self._runs_for(unit, v, bracket.rounds) if r.run_id not in self.outcomes
@@ -572,6 +595,30 @@ class Sweep:
             for runner in self.runners.values():
                 runner.close()
             raise Interrupted(self.stop_signal)
+
+
+def law_chains(spec: SweepSpec, units: list[Unit], part: tuple[int, int]) -> dict[str, list[Unit]]:
+    """With `search.law_axis`: unit id -> the units of the same seed and the same values of the other
+    grid axes at smaller values of the law axis (their answers seed its bracket, so it waits for them)."""
+    axis = spec.search.law_axis if spec.search else ""
+    if not axis:
+        return {}
+    if part[1] > 1:
+        raise ValueError("search.law_axis: law-seeded brackets run in one process (its searches wait on each other)")
+    others = [a for a in spec.resolved.get("grid", {}) if a != axis]
+    chain = lambda u: (u.seed, json.dumps([u.point.get(a) for a in others], default=str))  # noqa: E731
+    return {u.id: [v for v in units if chain(v) == chain(u) and v.point[axis] < u.point[axis]] for u in units}
+
+
+def power_law_at(known: list[tuple[float, float]], x: float) -> float:
+    """The least-squares power law y = a·x^b through the (x, y) pairs with finite positive y, at `x`;
+    NaN with fewer than two such pairs."""
+    pairs = [(math.log(px), math.log(py)) for px, py in known if math.isfinite(py) and py > 0 and px > 0]
+    if len({px for px, _ in pairs}) < 2:
+        return math.nan
+    mx, my = (sum(v) / len(pairs) for v in zip(*pairs))
+    slope = sum((px - mx) * (py - my) for px, py in pairs) / sum((px - mx) ** 2 for px, _ in pairs)
+    return math.exp(my + slope * (math.log(x) - mx))
 
 
 @contextlib.contextmanager

@@ -246,6 +246,11 @@ class Store:
     def finished_searches(self) -> set[str]:
         return {u for (u,) in self.db.execute("SELECT unit FROM searches")}
 
+    def search_answers(self) -> dict[str, float]:
+        """unit -> the answer of every finished search that has one (not censored), else NaN."""
+        rows = self.db.execute("SELECT unit, capacity, censored FROM searches")
+        return {u: float(c) if c is not None and not censored else float("nan") for u, c, censored in rows}
+
     def last_write(self) -> float | None:
         """The newest time the store records: a run's finish or a compile."""
         return self.db.execute(

@@ -28,7 +28,18 @@ is every expression: it must parse, and use only the names the report will bind 
                 table); {x, x_label, group_by, y_scale}: x an expression of the config (default: the
                 [report] x), one panel per group_by combination (default: [report] group_by), y_scale "log"
                 (default) or "linear". Off unless the table is given.
-    heatmap, trajectory   the tables below
+    heatmap, trajectory, final_eval   the tables below
+
+[report.final_eval] (sweeps with test-time axes, `[final_eval]`; every key optional):
+
+    x           the test-time axis on the x of final_eval.png and read off (default: the first axis)
+    metrics     the metrics drawn (default: every metric of the experiment)
+    readoff     read-offs, a table or a list of tables {metric, at_most | at_least, against, label,
+                expect_slope}: per run (and per value of the other test-time axes) the smallest x from
+                which the metric stays at most (at least) the level at every larger listed x (inf when it
+                never does); per value of `against` (a config field or another test-time axis) the median
+                and min–max over seeds, and the slope of ln(median) against ln(against) over the finite
+                medians, checked against expect_slope [lo, hi] when given (final_eval_readoff.csv)
 
 [report.heatmap] (grid sweeps; all but x and y optional):
 
@@ -169,7 +180,9 @@ DEFAULT_TOLERANCE = 0.1
 LINE_POINTS = 100
 
 REPORT_KEYS = ("title", "x", "x_label", "fit", "guide", "group_by", "expect_slope", "collapse", "references")
-REPORT_KEYS += ("fit_linear", "ratio", "success_map", "heatmap", "trajectory")
+REPORT_KEYS += ("fit_linear", "ratio", "success_map", "heatmap", "trajectory", "final_eval")
+FINAL_EVAL_KEYS = ("x", "metrics", "readoff")
+READOFF_KEYS = ("metric", "at_most", "at_least", "against", "label", "expect_slope")
 GUIDE_KEYS = ("expr", "label")
 LINEAR_KEYS = ("x", "y", "x_label", "y_label", "group_by", "expect_slope", "min_r2")
 RATIO_KEYS = ("expr", "label", "expect")
@@ -566,6 +579,25 @@ class SuccessMap:
 
 
 @dataclasses.dataclass(frozen=True)
+class Readoff:
+    """The smallest test-time x from which `metric` stays at most / at least `level`, against a field."""
+
+    metric: str
+    at_most: bool
+    level: float
+    against: str | None  # a config field or another test-time axis; None: one value per run
+    label: str
+    expect_slope: tuple[float, float] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class FinalEvalSpec:
+    x: str | None = None  # None: the first test-time axis
+    metrics: tuple[str, ...] = ()  # (): every metric
+    readoffs: tuple[Readoff, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
 class ReportSpec:
     title: str | None = None
     x: str = "params"
@@ -581,6 +613,7 @@ class ReportSpec:
     success_map: SuccessMap | None = None
     heatmap: HeatmapSpec | None = None
     trajectory: TrajectorySpec = dataclasses.field(default_factory=TrajectorySpec)
+    final_eval: FinalEvalSpec = dataclasses.field(default_factory=FinalEvalSpec)
     search_goal: str = "largest"  # not a key: [search] goal, for the capacity section's wording
 
 
@@ -611,8 +644,35 @@ def read_report(value, problems: list[str], context: Context = Context()) -> Rep
         success_map=_success_map(t, context) if "success_map" in t.data else None,
         heatmap=read_heatmap(t.data["heatmap"], problems, context) if "heatmap" in t.data else None,
         trajectory=read_trajectory(t.data.get("trajectory", {}), problems, context),
+        final_eval=read_final_eval(t.data.get("final_eval", {}), problems, context),
         search_goal=context.goal,
     )
+
+
+def read_final_eval(value, problems: list[str], context: Context) -> FinalEvalSpec:
+    """The `[report.final_eval]` table (pass {} when there is none)."""
+    t = Table("report.final_eval", value, FINAL_EVAL_KEYS, problems)
+    x, metrics = t.get("x", text), t.get("metrics", field_names, ())
+    t.check("x", [x] if x else [], context.config, CONFIG)
+    t.check("metrics", metrics, context.metrics, "a metric of the experiment")
+    readoffs = _all(_readoff, t.tables("readoff", READOFF_KEYS, single=True), context)
+    return FinalEvalSpec(x, metrics, readoffs)
+
+
+def _readoff(t: Table, context: Context) -> Readoff | None:
+    metric, against = t.need("metric", text), t.get("against", text)
+    t.check("metric", [metric] if metric else [], context.metrics, "a metric of the experiment")
+    t.check("against", [against] if against else [], context.config, CONFIG)
+    sides = [k for k in ("at_most", "at_least") if k in t.data]
+    if len(sides) != 1:
+        t.problems.append(f"{t.path}: needs exactly one of at_most, at_least, got {sides or 'neither'}")
+        return None
+    level = t.get(sides[0], number)
+    if metric is None or level is None:
+        return None
+    word = "≤" if sides[0] == "at_most" else "≥"
+    label = t.get("label", text, f"smallest x with {metric} {word} {level:g} from there on")
+    return Readoff(metric, sides[0] == "at_most", level, against, label, _bounds(t, "expect_slope"))
 
 
 def _guide(parent: Table, context: Context) -> Guide | None:

@@ -117,6 +117,9 @@ class SearchSpec:
     mode: str = "verified"  # "paper": midpoint, lower bound assumed feasible (authors' rules)
     max_expand: int = 4  # verified mode: how often a bracket may double/halve past its bounds
     goal: str = "largest"  # "largest" value that succeeds (a capacity) or "smallest" (an onset threshold)
+    law_axis: str = ""  # verified mode: a grid axis along which the answers of a seed's smaller values
+    # (a power law fitted to >= 2 of them) seed the next search's bracket; "" = off
+    law_margin: float = 0.25  # the seeded bracket: [prediction / (1 + margin), prediction * (1 + margin)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -629,6 +632,10 @@ def _search(table, exp: Experiment | None, problems) -> SearchSpec | None:
         problems.append(f"search.probes: must be >= 1, got {search.probes}")
     if search.max_expand < 0:
         problems.append(f"search.max_expand: must be >= 0, got {search.max_expand}")
+    if search.law_axis and search.mode != "verified":
+        problems.append("search.law_axis: law-seeded brackets need mode = 'verified' (paper mode follows the authors)")
+    if not search.law_margin > 0:
+        problems.append(f"search.law_margin: must be > 0, got {search.law_margin}")
     if isinstance(search.lo, (int, float)) and search.lo < 1:
         problems.append(f"search.lo: must be >= 1, got {search.lo}")
     if all(isinstance(b, (int, float)) for b in (search.lo, search.hi)) and search.hi < search.lo:
@@ -729,6 +736,11 @@ def _points(merged, exp: Experiment, search: SearchSpec | None, problems):
                 )
     if search and search.variable in set(fixed) | set(grid) | set(derived):
         problems.append(f"search.variable: {search.variable!r} is searched, so it must not be in fixed/grid/derived")
+    if search and search.law_axis and search.law_axis not in grid:
+        problems.append(
+            f"search.law_axis: {search.law_axis!r} is not a grid axis{suggest(search.law_axis, grid)}; "
+            f"axes: {', '.join(grid) or 'none'}"
+        )
     values = [("fixed", n, [v]) for n, v in fixed.items()] + [("grid", n, vs) for n, vs in axes.items()]
     for where, name, options in values:
         field = exp.fields.get(name)
