@@ -176,3 +176,41 @@ def test_shipped_sweeps_are_found_from_any_folder(tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     assert views.spec_path("fig1_linear").name == "fig1_linear.toml"
+
+
+def test_report_spec_rerenders_with_an_edited_report_table(finished, tmp_path, capsys):
+    """`jaxmem report DIR --spec FILE`: FILE's [report] table (here a heatmap over a text field, a
+    categorical axis) re-renders the report; the store keeps its own; a FILE that would change results is
+    refused. Every table shows the effective config (M = N, m = 1, no bias: not the stored 0, 0, True)."""
+    import shutil
+
+    out = tmp_path / "copy"
+    shutil.copytree(finished, out)
+    edited = tmp_path / "tiny_linear.toml"
+    heatmap = '[report]\ntitle = "Edited"\nheatmap = { x = "model", y = "d", x_label = "model", y_label = "d" }\n'
+    edited.write_text(LINEAR.read_text() + heatmap)
+    code, stdout, _ = call(capsys, "report", out, "--spec", edited)
+    assert code == 0 and stdout.strip().endswith("report.md")
+    text = (out / "report.md").read_text()
+    assert text.startswith("# Edited") and "categorical axis" in text and (out / "heatmap.png").exists()
+    assert set(pd.read_csv(out / "heatmap.csv")["x"]) == {"linear"}
+    assert "Edited" not in json.dumps(jaxmem.load_results(out, "meta").to_dict())
+    for table in ("runs.csv", "trajectories.csv"):
+        frame = pd.read_csv(out / table)
+        assert (frame["M"] == frame["N"]).all() and (frame["m"] == 1).all() and not frame["mlp_bias"].any(), table
+    edited.write_text(LINEAR.read_text().replace("steps = 32", "steps = 64") + heatmap)
+    code, _, err = call(capsys, "report", out, "--spec", edited)
+    assert code == 2 and "describes another sweep" in err and "train.steps: 32 → 64" in err
+
+
+def test_one_message_per_problem(capsys):
+    """A typo in search.variable is said once, however many grid points it touches."""
+    code, _, err = call(capsys, "run", "nichani24/fig1_linear", "--set", "search.variable=n", "--dry-run")
+    assert code == 2 and "search.variable: 'n'" in err
+    lines = err.splitlines()[1:]
+    assert len(lines) == len(set(lines)) and sum("missing required field" in line for line in lines) <= 1
+
+    from jaxmem.cli.errors import message
+
+    text = message(SpecError("x.toml", ["a: bad", "b: missing", "b: missing", "b: missing"]))
+    assert text.splitlines() == ["invalid sweep spec x.toml:", "  - a: bad", "  - b: missing (3 times)"]

@@ -247,6 +247,21 @@ def test_write_report_grid_sweep(tmp_path):
     assert "Probe runs: 100" in text and "Diverged: 1" in text
 
 
+def test_heatmap_over_a_text_field_is_categorical(tmp_path):
+    """x = "kind" (text values): the cells keep the text, the plot puts it on its ticks in sorted order,
+    and report.md says the floor and boundary need ordered axes."""
+    raw = grid_runs(seeds=(0,))
+    kinds = {H: "wide" if H >= 4 else "narrow" for H in HS}
+    raw["config"] = [json.dumps({**json.loads(c), "kind": kinds[json.loads(c)["H"]]}) for c in raw["config"]]
+    spec = {"x": "kind", "y": "d*m", "x_label": "kind", "y_label": "MLP params", "threshold": 0.99}
+    write_report(tmp_path, options({"heatmap": spec}), pd.DataFrame(), expanded(raw), {})
+    cells = pd.read_csv(tmp_path / "heatmap.csv")
+    assert sorted(set(cells["x"])) == ["narrow", "wide"] and len(cells) == 2 * len(MS)
+    text = (tmp_path / "report.md").read_text()
+    assert "has no floor or boundary" in text and "| MLP params \\ kind | narrow | wide |" in text
+    assert (tmp_path / "heatmap.png").read_bytes()[:8] == PNG_MAGIC
+
+
 def test_write_report_grid_sweep_without_heatmap(tmp_path):
     raw = grid_runs(seeds=(0,)).drop(columns="final_metrics")  # an old store: no final_metrics column
     paths = write_report(tmp_path, options({}), pd.DataFrame(), expanded(raw), {})

@@ -329,3 +329,30 @@ def test_reference_verdicts_count_unverified_instances_apart():
     engine = pd.Series([1.0, 0.0, 1.0, 0.0, 0.0])
     assert verdicts(host, engine) == "2/3 agree, 2 unverified (the host reached no verdict)"
     assert verdicts(host.fillna(1.0), engine) == "3/5 agree"
+
+
+def test_capacity_tables_show_the_effective_config(tmp_path):
+    """capacity.csv, searches.csv and report.md show what the programs ran: a linear memory's m = 1 and
+    no bias, and M = "N" (it follows the searched variable), not the stored M = 0, m = 0, mlp_bias = True;
+    a ratio naming M takes N's value there."""
+    import json
+
+    from jaxmem.persistence.store import Store
+    from jaxmem.report.from_store import report
+
+    stored = {"model": "linear", "M": 0, "m": 0, "mlp_bias": True, "init": "standard", "loss_form": "log_softmax"}
+    rows = linear_am_searches(ds=(8, 16), seeds=(0, 1))
+    rows = rows.assign(unit=rows["point"] + "/" + rows["seed"].astype(str))
+    rows["config"] = [json.dumps({**stored, "d": int(d)}) for d in rows.pop("d")]
+    report_table = {"ratio": {"expr": "N / M", "label": "N/M", "expect": [1, 1]}}
+    store = Store(tmp_path)
+    resolved = {"experiment": "assoc_memory", "search": {"variable": "N"}, "report": report_table}
+    store.set_meta({"experiment": "assoc_memory", "resolved_spec": json.dumps(resolved), "elapsed_s": "1.0"})
+    store.add_searches(rows.drop(columns="model").to_dict("records"))
+    store.close()
+    text = report(tmp_path).read_text()
+    for name in ("capacity.csv", "searches.csv"):
+        table = pd.read_csv(tmp_path / name)
+        assert (table["M"] == "N").all() and (table["m"] == 1).all() and not table["mlp_bias"].any(), name
+    assert pd.read_csv(tmp_path / "capacity.csv")["d"].tolist() == [8, 16]  # sorted by x (params = d²)
+    assert "- N/M: point medians 1–1 over 2 points" in text and "**PASS**" in text

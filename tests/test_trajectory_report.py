@@ -13,6 +13,9 @@ from jaxmem.report import write_report
 from jaxmem.report.from_store import report, stored_sweep
 from jaxmem.report.trajectory.data import planned_runs
 from jaxmem.report.trajectory.escape import escape_fits, fit_line
+from jaxmem.report.trajectory.guides import rate_guides
+from jaxmem.report.trajectory.rates import rate_tables
+from jaxmem.report.trajectory.report import panel_title
 from jaxmem.report.trajectory.stages import first_crossing, plateau
 from jaxmem.spec.sweep import SpecError, stored_report_spec
 from jaxmem.persistence.store import Store, load_results
@@ -429,3 +432,42 @@ def test_the_documented_example_is_a_valid_table():
     spec = options(tomllib.loads(text)["report"]).trajectory
     assert [c.label for c in spec.crossings] == ["relation learned", "subject learned"]
     assert spec.escape.predicted["subject learned"] == "1/(lr*0.02923)" and len(spec.stages) == 3
+
+
+def test_predicted_rates_are_drawn_over_the_fitted_steps_only():
+    """The guides of trajectory.png: t⁻¹ through the last mean of a loss gap falling as 3/t, and
+    ‖W^mm‖·ln t (here 4 ln t against a curve rising as 2 ln t) through the last mean, over the last decade."""
+    steps = np.unique(np.geomspace(1, 10_000, 41).round())
+    frame = pd.DataFrame({"run_id": "r", "step": steps, "gap": 3 / steps, "w": 2 * np.log(steps) + 1, "wmm": 4.0})
+    spec = trajectory_spec(
+        {
+            "rates": [
+                {"metric": "gap", "scale": "loglog", "decades": 1, "predicted": "-1", "label": "gap ~ 1/t"},
+                {"metric": "w", "scale": "log", "decades": 1, "predicted": "wmm", "label": "w ~ wmm ln t"},
+            ]
+        }
+    )
+    runs = pd.DataFrame([{"run_id": "r", "panel": "all", "series": "all", "seed": 0}])
+    rates, _ = rate_tables(frame, runs, spec)
+    guides = rate_guides(spec, rates, frame, lambda metric, group: metric if metric != "w" or group == "all" else None)
+    (gap,), (w,) = guides["gap"], guides["w"]
+    assert gap.x[0] == pytest.approx(1000) and gap.x[-1] == pytest.approx(10_000)
+    assert np.allclose(gap.y, 3 / gap.x) and gap.label == "predicted: gap ~ 1/t"
+    assert w.y[-1] == pytest.approx(2 * math.log(10_000) + 1)
+    assert np.allclose(w.y, w.y[-1] + 4 * np.log(w.x / 10_000))  # twice the curve's slope: they part to the left
+    assert rate_guides(spec, rates, frame, lambda metric, group: None) == {}
+    assert panel_title("gap · optimizer=gd", "gap", spec) == "gap, rate gap ~ 1/t, optimizer = gd"
+
+
+def test_a_config_field_named_step_keeps_apart_from_the_evaluated_step(tmp_path):
+    store = Store(tmp_path)
+    table = {"trajectory": {"group_by": ["step"], "metrics": ["loss"]}}
+    resolved = {"experiment": "sequential_learning", "train": {"learning_rates": [LR]}, "report": table}
+    store.set_meta({"experiment": "sequential_learning", "resolved_spec": json.dumps(resolved), "elapsed_s": "1.0"})
+    row = run_row("population", 1e-5, 0)
+    store.add_runs([{**row, "config": {**row["config"], "step": 7}}], points("population", 1e-5, 0))
+    store.close()
+    text = report(tmp_path).read_text()
+    table = pd.read_csv(tmp_path / "trajectories.csv")
+    assert (table["config_step"] == 7).all() and table["step"].tolist() == list(range(0, STEPS + 1, EVERY))
+    assert "| step=7 | 1 | 8192 |" in text

@@ -23,3 +23,17 @@ def exit_code(err: BaseException) -> int | None:
         if cls is not None and isinstance(err, cls):
             return code
     return None
+
+
+def message(err: BaseException) -> str:
+    """A user error's text, each problem of a spec error listed once: a problem repeated for every grid
+    point it hits (e.g. after a typo in search.variable) is shown once with the count."""
+    problems = getattr(err, "problems", None)
+    if not isinstance(problems, list) or len(set(problems)) == len(problems):
+        return str(err)
+    counts: dict[str, int] = {}
+    for problem in problems:
+        counts[problem] = counts.get(problem, 0) + 1
+    head = str(err).split("\n", 1)[0]
+    lines = [f"  - {p}" + (f" ({n} times)" if n > 1 else "") for p, n in counts.items()]
+    return "\n".join([head, *lines])

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from jaxmem import __version__
-from jaxmem.cli.errors import exit_code
+from jaxmem.cli.errors import exit_code, message
 
 LIGHT = ("status", "compare")  # commands that never import JAX: the run options (which do) are not built
 
@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
         code = exit_code(err)
         if code is None:
             raise
-        print(f"jaxmem: error: {err}", file=sys.stderr)
+        print(f"jaxmem: error: {message(err)}", file=sys.stderr)
         return code
 
 
@@ -42,6 +42,11 @@ def build_parser(run_options: bool = True) -> argparse.ArgumentParser:
     status.add_argument("out")
     rep = sub.add_parser("report", help="write tables, plot and report.md for an output folder")
     rep.add_argument("out")
+    rep.add_argument(
+        "--spec",
+        help="re-render with this spec file's [report] table (same sweep otherwise; the store keeps its own)",
+    )
+    rep.add_argument("--preset", default=None, help="with --spec: its preset (default: the folder's)")
     listing = sub.add_parser("list", help="experiments and shipped sweeps, or with --columns the tables' columns")
     listing.add_argument("--columns", action="store_true", help="every column of every table, explained")
     compare = sub.add_parser("compare", help="where two sweeps' results differ")
@@ -171,10 +176,12 @@ def _status(args) -> int:
 
 
 def _report(args) -> int:
-    from jaxmem.cli.views import existing_output
+    from jaxmem.cli.views import edited_report_table, existing_output
     from jaxmem.report.from_store import report
 
-    print(report(existing_output(Path(args.out))))
+    out = existing_output(Path(args.out))
+    table = edited_report_table(args.spec, args.preset, out) if args.spec else None
+    print(report(out, table))
     return 0
 
 

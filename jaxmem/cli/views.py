@@ -18,7 +18,7 @@ from jaxmem.spec.tables import suggest
 from jaxmem.plan.buckets import ladder, padded_config, padding_waste
 from jaxmem.driver.progress import Progress
 from jaxmem.spec.sweep import SpecError, SweepSpec, is_file, parse, read_toml
-from jaxmem.persistence.store import FILENAME, Store, StoreError
+from jaxmem.persistence.store import FILENAME, Store, StoreError, load_results
 
 PACKAGED_SWEEPS = Path(__file__).resolve().parents[2] / "sweeps"  # the repository's, beside the package
 
@@ -245,8 +245,33 @@ class _NoStore:
     def finished_searches(self):
         return set()
 
+    def search_answers(self):
+        return {}
+
     def add_compile(self, *row):
         pass
+
+
+def edited_report_table(name_or_path: str, preset: str | None, out: Path) -> dict:
+    """The `[report]` table of a spec file (with `preset`, by default the folder's own) for re-rendering
+    the report of the sweep in `out`; SpecError when the file describes another sweep (anything that
+    changes results differs: only [report], [engine] layout and the description may)."""
+    meta = load_results(out, "meta").set_index("key")["value"].to_dict()
+    stored, stored_spec = meta.get("preset") or None, json.loads(meta.get("resolved_spec", "{}"))
+    spec = load_spec(name_or_path, preset if preset is not None else stored)
+    if meta.get("fingerprint") != spec.fingerprint:
+        results = [
+            {k: v for k, v in r.items() if k not in ("report", "description")} for r in (stored_spec, spec.resolved)
+        ]
+        changes = spec_changes(*results)
+        raise SpecError(
+            name_or_path,
+            [
+                f"describes another sweep than {out} ({meta.get('spec', '?')}, preset {stored or 'none'}{changes}); "
+                "--spec may change the [report] table only"
+            ],
+        )
+    return spec.resolved.get("report", {})
 
 
 def existing_output(out: Path) -> Path:

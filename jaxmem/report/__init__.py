@@ -11,7 +11,7 @@ runs         the runs table: final metrics, config fields, the best run per (poi
 success      the success rule in the report's words
 overview     sweep metadata, runs and buckets sections
 files        CSV and Parquet tables, report.md written atomically
-export       runs.csv / .parquet: effective config, named metrics, ISO times
+export       the effective config of runs and searches (every table shows it); runs.csv: named metrics, ISO times
 columns      what every column of every table means (`jaxmem list --columns`)
 writer       write_report: every file of one report
 from_store   `jaxmem report DIR`

@@ -10,8 +10,10 @@ RUNS = {
     "lr": "its learning rate (a step is lr time units with gradient_flow)",
     "value": "the searched variable's value this run probes (empty in a grid sweep)",
     "round": "the search round that first asked for this probe (0 = first round)",
-    "config": "the run's config as JSON (load_results spreads it into one column per field; in runs.csv the "
-    "effective config: what the program ran, e.g. M = N where the spec says M = 0)",
+    "config": "the run's config as JSON, as the spec gave it, defaults filled in (load_results spreads it into one "
+    "column per field); runs.csv and every table of the report show the effective config instead: what the "
+    "program ran (e.g. a linear memory's M = N, m = 1 and no bias where the stored config says M = 0, m = 0, "
+    "mlp_bias = True), with the experiment's derived entries",
     "bucket": "the compiled program (padded shape) the run trained in",
     "max_metric": "the judged metric's best evaluation over the run (runs.csv: best_<metric>, e.g. best_accuracy)",
     "final_metric": "the judged metric at the last evaluation (runs.csv: final_<metric>)",
@@ -29,7 +31,8 @@ SEARCHES = {
     "unit": "the search's key: point/seed",
     "point": "the grid point's key",
     "seed": "the seed",
-    "config": "the point's config as JSON (spread into columns by load_results)",
+    "config": "the point's config as JSON (spread into columns by load_results); searches.csv and the report: "
+    "the effective config, a field that follows the searched variable holding its name (M = N)",
     "variable": "the searched config field (e.g. N)",
     "capacity": "the answer: the largest value that succeeds (goal = smallest: the smallest); NaN when censored below",
     "first_failure": "the value just past the answer (NaN if never seen)",
@@ -47,6 +50,13 @@ OTHER = {
         "step": "the evaluated step",
         "metrics": "every metric at that step, as JSON",
     },
+    "final_eval": {
+        "run_id": "the run whose trained parameters were evaluated at test time ([final_eval])",
+        "point": "the index of the evaluated point in the product of the test-time axes",
+        "at": "the test-time fields' values there, as JSON (load_results spreads them into columns; the run's "
+        "own value of such a field becomes trained_<field>)",
+        "metrics": "every metric there, as JSON (spread into columns by load_results)",
+    },
     "compiles": {
         "bucket": "the compiled program",
         "shape": "its padded shape, as JSON",
@@ -62,21 +72,63 @@ OTHER = {
 }
 CAPACITY = {
     "point": "the grid point's key",
-    "<config fields>": "the point's config; params: its parameter count",
+    "<config fields>": "the point's effective config (as in searches.csv); params: its parameter count",
     "n_searches": "searches (seeds) at the point",
     "n_seeds": "answered searches (inside the bracket, with a usable capacity)",
     "n_above / n_below": "searches censored above / below",
     "capacity_mean, _std, _min, _max": "over the answered searches",
     "capacity_q25, _median, _q75": "quantiles counting censored searches as bounds",
-    "capacity_*_censored": "'>=' or '<=' where that quantile is a bound, else ''",
+    "capacity_*_censored": "'' a value; 'above' a lower bound (it draws on searches censored above); 'below' an "
+    "upper bound; 'both' unknown (NaN)",
     "bits_per_param_mean": "bits / params, mean over the answered searches",
+}
+
+
+TRAJECTORIES_CSV = {
+    "run_id, point, seed, lr": "the run (as in runs)",
+    "step": "the evaluated step",
+    "time": "step · lr (the time of gradient flow)",
+    "status": "finished, diverged, or running (mid-sweep: its config from the sweep's plan)",
+    "<config fields>": "the run's effective config; a field named step or time is config_step, config_time",
+    "<metrics>": "every metric at that step",
+}
+
+HEATMAP_CSV = {
+    "x, y": "the cell's axes ([report.heatmap] x and y; text for a categorical axis); sorted by x, then y",
+    "<metric>, final_<name>": "the heatmap's metric and every final metric, mean over the cell's grid points' "
+    "seeds (per point and seed the best learning rate)",
+    "points, seeds": "grid points and (point, seed) pairs in the cell",
+    "n_success": "seeds reaching the threshold",
+    "reaches": "the cell's mean reaches the threshold",
+    "success_rate": "n_success / seeds (with levels or shade = success_rate)",
+}
+STAGES_CSV = {
+    "run_id, point, seed, lr, status": "the run",
+    "panel, series": 'its group_by and color_by labels ("all" without)',
+    "<config fields>": "the run's effective config",
+    "<label> [level], [step], [time]": "a crossing: its level, and the interpolated step and time (step · lr)",
+    "plateau <label>: first, last, length [step], [time]; in_band, between": "a plateau's band and evaluations",
+    "escape x": "the escape law's x for the run",
+}
+RATES_CSV = {
+    "run_id, panel, series, seed": "the run",
+    "rate, from_step, to_step, n, slope, r2": "a rate's least-squares slope over the evaluations in [from, to]",
+    "predicted, ratio, within": "the predicted slope, slope / predicted, and whether it is within tolerance",
+    "trend, moves, against, worst, first, last": "a trend: moves between evaluations, those against its direction, "
+    "the largest, and the first and last values",
+}
+SUCCESS_MAP_CSV = {
+    "group, x, value": "the panel, the x of the point, the searched value probed; sorted by them",
+    "seeds, successes, rate": "seeds that probed it, those succeeding, and their ratio",
 }
 
 
 def tables() -> dict[str, dict[str, str]]:
     """Table name -> column -> meaning: the store's tables (every column, tests/test_cli_overview.py
-    checks them against the store's), then capacity.csv."""
-    return {"runs": RUNS, "searches": SEARCHES, **OTHER, "capacity.csv": CAPACITY}
+    checks them against the store's), then the report's own tables."""
+    report = {"capacity.csv": CAPACITY, "success_map.csv": SUCCESS_MAP_CSV, "heatmap.csv": HEATMAP_CSV}
+    report |= {"trajectories.csv": TRAJECTORIES_CSV, "stages.csv": STAGES_CSV, "rates.csv": RATES_CSV}
+    return {"runs": RUNS, "searches": SEARCHES, **OTHER, **report}
 
 
 def describe() -> str:

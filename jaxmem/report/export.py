@@ -41,12 +41,24 @@ def effective_point(cell: str, experiment, variable: str) -> str:
     return json.dumps({k: variable if k in follows else v for k, v in a.items() if k != variable}, sort_keys=True)
 
 
+def effective_runs(raw_runs: pd.DataFrame, experiment=None) -> pd.DataFrame:
+    """The stored runs (load_results(expand=False)) with each config as its program ran it."""
+    if raw_runs.empty:
+        return raw_runs
+    return raw_runs.assign(config=[effective_config(c, experiment) for c in raw_runs["config"]])
+
+
+def effective_searches(raw_searches: pd.DataFrame, experiment=None) -> pd.DataFrame:
+    """The stored searches (load_results(expand=False)) with each point's config as its programs ran it."""
+    if raw_searches.empty:
+        return raw_searches
+    config = [effective_point(c, experiment, v) for c, v in zip(raw_searches["config"], raw_searches["variable"])]
+    return raw_searches.assign(config=config)
+
+
 def exported_searches(raw_searches: pd.DataFrame, experiment=None) -> pd.DataFrame:
     """The stored searches (load_results(expand=False)) as searches.csv holds them."""
-    if raw_searches.empty:
-        return expand_config(raw_searches)
-    config = [effective_point(c, experiment, v) for c, v in zip(raw_searches["config"], raw_searches["variable"])]
-    return expand_config(raw_searches.assign(config=config))
+    return expand_config(effective_searches(raw_searches, experiment))
 
 
 def iso_times(seconds: pd.Series) -> pd.Series:
@@ -67,8 +79,5 @@ def exported_runs(raw_runs: pd.DataFrame, metric: str, experiment=None) -> pd.Da
     """The stored runs (JSON config and final_metrics, load_results(expand=False)) as runs.csv holds them."""
     if raw_runs.empty:
         return expand_final_metrics(expand_config(raw_runs))
-    runs = raw_runs.assign(
-        config=[effective_config(c, experiment) for c in raw_runs["config"]],
-        finished_at=iso_times(raw_runs["finished_at"]),
-    )
+    runs = effective_runs(raw_runs, experiment).assign(finished_at=iso_times(raw_runs["finished_at"]))
     return named_metric(expand_final_metrics(expand_config(runs)), metric)

@@ -11,7 +11,7 @@ import pandas as pd
 from jaxmem.experiments.registry import find as find_experiment
 from jaxmem.experiments.registry import searching
 from jaxmem.persistence.store import expand_config, load_results
-from jaxmem.report.export import exported_runs, exported_searches
+from jaxmem.report.export import effective_runs, effective_searches, exported_runs
 from jaxmem.report.files import write_table
 from jaxmem.report.runs import expand_final_metrics
 from jaxmem.report.success import with_rule_defaults
@@ -46,6 +46,16 @@ def meta_view(meta: dict, train: dict, compiles: pd.DataFrame) -> dict:
     return view
 
 
+def effective_plan(planned: pd.DataFrame, experiment) -> pd.DataFrame:
+    """The configs of the plan's runs (planned_runs) as their programs run them, like the stored runs'."""
+    if planned.empty:
+        return planned
+    keys = ["run_id", "point", "seed", "lr"]
+    configs = planned.drop(columns=keys).to_dict("records")
+    effective = pd.DataFrame([experiment.effective(c) for c in configs], index=planned.index)
+    return pd.concat([planned[keys], effective], axis=1)
+
+
 def export_tables(out_dir: Path, runs: pd.DataFrame, searches: pd.DataFrame) -> list[Path]:
     """runs.csv and runs.parquet (jaxmem.report.export: effective config and final metrics as columns,
     the judged metric named); searches.csv and searches.parquet when the sweep searched. Rows come in
@@ -54,27 +64,31 @@ def export_tables(out_dir: Path, runs: pd.DataFrame, searches: pd.DataFrame) -> 
     return written + (write_table(searches, out_dir, "searches") if not searches.empty else [])
 
 
-def report(out_dir: str | Path) -> Path:
+def report(out_dir: str | Path, report_table: dict | None = None) -> Path:
     """Write the stored tables (export_tables) and the files of jaxmem.report.write_report into
-    `out_dir`; return report.md's path."""
+    `out_dir`; return report.md's path. `report_table`: a `[report]` table to use instead of the one
+    stored with the results (`jaxmem report DIR --spec FILE`); the store is left unchanged.
+
+    Every table shows each run's effective config (jaxmem.report.export): what its program ran."""
     out_dir = Path(out_dir)
     meta = load_results(out_dir, "meta").set_index("key")["value"].to_dict()
     resolved = json.loads(meta.get("resolved_spec", "{}"))
+    if report_table is not None:
+        resolved = {**resolved, "report": report_table}
+    folder = meta.get("experiment_folder", "")
+    experiment = find_experiment(meta["experiment"], folder)
     raw_runs = load_results(out_dir, "runs", expand=False)
-    runs = expand_final_metrics(expand_config(raw_runs))
-    raw_searches = load_results(out_dir, "searches", expand=False)
-    searches = expand_config(raw_searches)
+    runs = expand_final_metrics(expand_config(effective_runs(raw_runs, experiment)))
+    searches = expand_config(effective_searches(load_results(out_dir, "searches", expand=False), experiment))
     compiles = load_results(out_dir, "compiles")
     trajectories = load_results(out_dir, "trajectories")
-    folder = meta.get("experiment_folder", "")
     sweep = stored_sweep(resolved, folder)
     rule = sweep.success if sweep is not None else None
-    experiment = find_experiment(meta["experiment"], folder)
     train = resolved.get("train", {})
     metric = rule.metric if rule is not None else train.get("metric", TrainSpec.metric)
-    exported = exported_runs(raw_runs, metric, experiment)
-    export_tables(out_dir, exported, exported_searches(raw_searches, experiment))
-    report_spec = stored_report_spec(resolved, f"stored with the results in {out_dir}")
+    export_tables(out_dir, exported_runs(raw_runs, metric, experiment), searches)
+    source = f"stored with the results in {out_dir}" if report_table is None else "given with --spec"
+    report_spec = stored_report_spec(resolved, source)
     report_spec = with_rule_defaults(report_spec, resolved.get("report", {}), rule)
     in_flight = not trajectories.empty and not set(trajectories["run_id"]) <= set(raw_runs["run_id"])
     paths = write_report(
@@ -85,10 +99,12 @@ def report(out_dir: str | Path) -> Path:
         meta_view(meta, train, compiles),
         train,
         trajectories,
-        planned_runs(sweep) if in_flight else None,
+        effective_plan(planned_runs(sweep), experiment) if in_flight else None,
         success=rule,
         experiment=experiment,
         raw_runs=raw_runs,
         compiles=compiles,
+        final_eval=load_results(out_dir, "final_eval") if resolved.get("final_eval") else None,
+        final_axes=list(resolved.get("final_eval", {})),
     )
     return paths[-1]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from jaxmem.experiments.interface import Experiment
-from jaxmem.persistence.store import ORDER
+from jaxmem.persistence.store import ORDER, expand_config
 from jaxmem.report.capacity.report import write_capacity_report
 from jaxmem.report.checks.references import reference_section
 from jaxmem.report.checks.rejected import rejected_section
@@ -27,6 +27,7 @@ from jaxmem.report.overview import buckets_section, meta_section, runs_section
 from jaxmem.report.runs import expand_final_metrics
 from jaxmem.report.success import better
 from jaxmem.report.trajectory.report import write_trajectory_report
+from jaxmem.report.final_eval import final_eval_sections
 from jaxmem.spec.report_tables import ReportSpec
 from jaxmem.spec.sweep import SuccessRule
 
@@ -37,6 +38,12 @@ def canonical(frame: pd.DataFrame | None, table: str) -> pd.DataFrame | None:
         return frame
     keys = [c for c in ORDER[table] if c in frame]
     return frame.sort_values(keys, kind="stable").reset_index(drop=True) if keys else frame
+
+
+def spec_axes(raw_runs: pd.DataFrame) -> list[str]:
+    """The config fields that vary over the stored runs (their configs as the spec gave them)."""
+    configs = expand_config(raw_runs[["config"]]) if not raw_runs.empty else raw_runs
+    return [c for c in configs.columns if c != "config" and configs[c].astype(str).nunique() > 1]
 
 
 def write_report(
@@ -53,6 +60,8 @@ def write_report(
     experiment: Experiment | None = None,
     raw_runs: pd.DataFrame | None = None,
     compiles: pd.DataFrame | None = None,
+    final_eval: pd.DataFrame | None = None,
+    final_axes: list[str] | None = None,
 ) -> list[Path]:
     """Write the report files into out_dir and return their paths, report.md last.
 
@@ -61,7 +70,8 @@ def write_report(
     name the judged metric and its direction. `trajectories` is the store's trajectories table and
     `planned` the configs of runs in flight (jaxmem.report.trajectory.data.planned_runs). With the
     `experiment`, the stored `raw_runs` (JSON config and final_metrics) and the `compiles` table,
-    report.md also gets the rejected instances, the reference checks and the buckets.
+    report.md also gets the rejected instances, the reference checks and the buckets. `final_eval` is
+    the store's test-time table (jaxmem.persistence.store.final_eval_frame) over `final_axes`.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -75,7 +85,11 @@ def write_report(
         sections += write_capacity_report(out_dir, report_spec, searches, runs, success, train_metric, written)
     elif is_grid_sweep(runs):
         sections += write_grid_report(out_dir, report_spec, runs, success, train_metric, written)
-    sections += write_trajectory_report(out_dir, report_spec, trajectories, runs, planned, written)
+    axes = spec_axes(raw_runs) if raw_runs is not None else None
+    sections += write_trajectory_report(out_dir, report_spec, trajectories, runs, planned, written, axes)
+    if final_eval is not None:
+        metrics = list(experiment.metrics) if experiment is not None else []
+        sections += final_eval_sections(out_dir, report_spec.final_eval, final_eval, final_axes or [], metrics, written)
     sections.append(runs_section(runs, success))
     if experiment is not None and raw_runs is not None:
         sections += [

@@ -232,7 +232,9 @@ def parse(raw: dict, name: str, preset: str | None = None, source: str = "<spec>
     train, bad_train = _section(TrainSpec, "train", train_table, problems)
     search = _search(merged.get("search"), exp, problems)
     engine, bad_engine = _section(EngineSpec, "engine", merged.get("engine", {}), problems)
-    report = report_tables.read_report(merged.get("report", {}), problems, _report_context(merged, exp, train, search))
+    known = None if unknown_variable(search, exp) else exp  # a mistyped variable: one complaint, not one per use
+    context = _report_context(merged, known, train, search)
+    report = report_tables.read_report(merged.get("report", {}), problems, context)
     success = _success(merged, exp, train, search, problems)
     if train:
         _check_train(train, bad_train | ({"steps"} if step_budget is not None else set()), exp, problems)
@@ -242,7 +244,7 @@ def parse(raw: dict, name: str, preset: str | None = None, source: str = "<spec>
     if engine:
         _check_engine(engine, bad_engine, exp, search, problems)
     points, axes, skipped = ([], (), [])
-    if exp is not None:
+    if known is not None:
         points, axes, skipped = _points(merged, exp, search, problems)
     final_eval = _final_eval(merged.get("final_eval", {}), exp, search, problems) if exp is not None else ()
     if step_budget is not None and exp is not None:
@@ -606,20 +608,26 @@ def _check_engine(engine: EngineSpec, bad: set, exp: Experiment | None, search: 
             )
 
 
+def unknown_variable(search: SearchSpec | None, exp: Experiment | None) -> bool:
+    """Whether the search names a variable that is no integer field of the experiment."""
+    if search is None or exp is None:
+        return False
+    field = exp.fields.get(search.variable)
+    return field is None or field.type is not int
+
+
 def _search(table, exp: Experiment | None, problems) -> SearchSpec | None:
     if table is None:
         return None
     search, _ = _section(SearchSpec, "search", table, problems)
     if search is None:
         return None
-    if exp is not None:
-        field = exp.fields.get(search.variable)
-        if field is None or field.type is not int:
-            ints = [n for n, f in exp.fields.items() if f.type is int]
-            problems.append(
-                f"search.variable: {search.variable!r} is not an integer field of {exp.name} "
-                f"(integer fields: {', '.join(ints)})"
-            )
+    if unknown_variable(search, exp):
+        ints = [n for n, f in exp.fields.items() if f.type is int]
+        problems.append(
+            f"search.variable: {search.variable!r} is not an integer field of {exp.name}"
+            f"{suggest(search.variable, ints)} (integer fields: {', '.join(ints)})"
+        )
     if search.goal not in ("largest", "smallest"):
         problems.append(f"search.goal: must be 'largest' or 'smallest', got {search.goal!r}")
     if search.mode not in ("verified", "paper"):

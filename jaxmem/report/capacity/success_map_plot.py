@@ -13,6 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 
 from jaxmem.spec.report_tables import ReportSpec  # noqa: E402
 
@@ -50,15 +51,25 @@ def plot_success_map(
             zorder=2,
         )
         shift = offset(table["x"])
-        ax.scatter(mine["x"] + shift, mine["capacity"], marker="_", s=160, color="black", lw=1.5, label="answers")
+        ax.scatter(
+            mine["x"] + shift,
+            mine["capacity"],
+            marker="_",
+            s=160,
+            color="black",
+            lw=1.5,
+            label="one search's answer (seed)",
+        )
         median = mine.groupby("x")["capacity"].median()
         ax.plot(median.index + shift, median.to_numpy(), "-", color="black", lw=1, label="median answer")
         ax.set_yscale(report_spec.success_map.y_scale)
         ax.set_xlabel(x_label)
-        ax.set_ylabel(variable)
-        ax.set_title(group if group != "all" else (report_spec.title or "Success map"), fontsize="small")
+        ax.set_ylabel(f"{variable} (the searched value)")
+        title = group.replace("=", " = ") if group != "all" else (report_spec.title or "Success map")
+        ax.set_title(title, fontsize="small")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize="x-small", loc="best")
+        probe = Line2D([], [], ls="", marker="o", mfc="none", color="0.3", label="a probed value (size: seeds)")
+        ax.legend(handles=[probe, *ax.get_legend_handles_labels()[0]], fontsize="x-small", loc="best")
     for ax in list(axes.flat)[len(groups) :]:
         ax.set_visible(False)
     fig.colorbar(points, ax=axes.ravel().tolist(), label="success rate over the seeds that probed it")

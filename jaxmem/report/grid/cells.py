@@ -4,6 +4,9 @@ its better and threshold default to the success rule's, see jaxmem.report.succes
 
 Each cell is one (x, y) value: per (grid point, seed) the best learning rate's metric, then the mean
 over seeds (and over grid points that share the cell). `n_success` counts the seeds at threshold.
+
+An axis that names a field of text or bool values (e.g. x = "model") is categorical: its cells hold the
+values as text, in sorted order.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ def point_cells(runs: pd.DataFrame, spec: HeatmapSpec | None = None, better: str
     metric, better = (spec.metric, spec.better) if spec is not None else ("max_metric", better)
     best = best_runs(runs, metric, better).copy()
     if spec is not None:
-        best["x"], best["y"] = row_values(spec.x, best), row_values(spec.y, best)
+        best["x"], best["y"] = axis_values(spec.x, best), axis_values(spec.y, best)
         best["success_seed"] = spec.reaches(pd.to_numeric(best[metric], errors="coerce"))
     values = list(dict.fromkeys([metric, *metric_names(best)]))
     for column in values:
@@ -41,6 +44,20 @@ def point_cells(runs: pd.DataFrame, spec: HeatmapSpec | None = None, better: str
         table["n_success"] = grouped["success_seed"].sum().astype(int)
     table["best_lr"] = grouped["lr"].agg(lambda s: s.mode().iloc[0])
     return table.reset_index()
+
+
+def axis_values(expression: str, frame: pd.DataFrame) -> pd.Series:
+    """A heatmap axis per row: the expression's numbers, or the values as text where it names a field
+    of text or bool values (a categorical axis)."""
+    column = frame.get(expression)
+    if column is not None and (pd.api.types.is_bool_dtype(column) or not pd.api.types.is_numeric_dtype(column)):
+        return column.astype(str)
+    return row_values(expression, frame)
+
+
+def is_categorical(values: pd.Series) -> bool:
+    """Whether an axis of cells holds text (axis_values) rather than numbers."""
+    return not pd.api.types.is_numeric_dtype(values)
 
 
 def heatmap_cells(points: pd.DataFrame, spec: HeatmapSpec) -> pd.DataFrame:

@@ -14,7 +14,8 @@ from jaxmem.spec.sweep import SuccessRule
 
 def heatmap_section(spec: HeatmapSpec, cells: pd.DataFrame, analysis: dict, metric: str, plot_name: str | None) -> str:
     """What the heatmap shows (`metric`: its metric's label), the floor, the boundary with its
-    monotonicity, and the value matrix."""
+    monotonicity (`analysis`: jaxmem.report.grid.tradeoff.analyse; {} for a categorical axis), and the
+    value matrix."""
     name = metric[:1].upper() + metric[1:]
     xs, ys = sorted(cells["x"].unique()), sorted(cells["y"].unique())
     lines = [
@@ -25,9 +26,15 @@ def heatmap_section(spec: HeatmapSpec, cells: pd.DataFrame, analysis: dict, metr
         f"learning rate counts; cells are means over seeds. A cell reaches the threshold when its value is "
         f"{comparison(spec.better, spec.threshold)}.",
         "",
-        floor_text(spec, analysis["floor"], metric),
-        "",
-        boundary_text(spec, analysis["boundary"], analysis["monotonicity"]),
+        *(
+            [
+                floor_text(spec, analysis["floor"], metric),
+                "",
+                boundary_text(spec, analysis["boundary"], analysis["monotonicity"]),
+            ]
+            if analysis
+            else ["A categorical axis (text values, in sorted order) has no floor or boundary: see the values."]
+        ),
         "",
         "### Values",
         "",

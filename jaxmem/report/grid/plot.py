@@ -55,9 +55,24 @@ def boundary_path(boundary: list[dict], xs: np.ndarray, ys: np.ndarray) -> tuple
 
 
 def value_grid(cells: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(xs, ys, grid[y, x]) of `column`, NaN where the grid has no cell."""
+    """(xs, ys, grid[y, x]) of `column`, NaN where the grid has no cell; a categorical axis's values
+    (text) as positions 0, 1, ... (axis_positions)."""
     grid = cells.pivot(index="y", columns="x", values=column).sort_index().sort_index(axis=1)
-    return grid.columns.to_numpy(float), grid.index.to_numpy(float), grid.to_numpy(float)
+    return axis_positions(grid.columns)[0], axis_positions(grid.index)[0], grid.to_numpy(float)
+
+
+def axis_positions(values: pd.Index) -> tuple[np.ndarray, list[str] | None]:
+    """Sorted axis values as numbers, with None; text values as 0, 1, ... with their labels."""
+    if pd.api.types.is_numeric_dtype(values):
+        return values.to_numpy(float), None
+    return np.arange(len(values), dtype=float), [str(v) for v in values]
+
+
+def axis_edges(cells: pd.DataFrame, axis: str, centres: np.ndarray) -> np.ndarray:
+    """The cell edges along one axis: cell_edges of numbers, ±0.5 around the positions of text values."""
+    if pd.api.types.is_numeric_dtype(cells[axis]):
+        return cell_edges(centres)
+    return np.arange(len(centres) + 1) - 0.5
 
 
 def plot_heatmap(
@@ -76,7 +91,8 @@ def plot_heatmap(
     vmin, vmax = (0.0, 1.0) if rate else (spec.vmin, spec.vmax)
     fig, ax = plt.subplots(figsize=(8, 6))
     values = np.ma.masked_invalid(grid)
-    mesh = ax.pcolormesh(cell_edges(xs), cell_edges(ys), values, cmap="viridis", vmin=vmin, vmax=vmax)
+    x_edges, y_edges = axis_edges(cells, "x", xs), axis_edges(cells, "y", ys)
+    mesh = ax.pcolormesh(x_edges, y_edges, values, cmap="viridis", vmin=vmin, vmax=vmax)
     fig.colorbar(mesh, ax=ax, label="success rate over seeds" if rate else label)
     annotate = spec.annotate if spec.annotate is not None else (len(xs) <= ANNOTATE_MAX and len(ys) <= ANNOTATE_MAX)
     if annotate:
@@ -105,6 +121,10 @@ def plot_heatmap(
         ax.plot(px, py, "-", color=color, lw=2, path_effects=STROKE, label=f"success rate ≥ {percent(level)} above")
     for line in spec.lines:
         ax.plot(line.x, line.y, line.style, color=line.color, lw=2, label=line.label)
+    for axis, values in ((ax.xaxis, cells["x"]), (ax.yaxis, cells["y"])):
+        positions, names = axis_positions(pd.Index(sorted(values.unique())))
+        if names is not None:
+            axis.set_ticks(positions, names)
     ax.set_xlabel(spec.x_label)
     ax.set_ylabel(spec.y_label)
     ax.set_title(title)

@@ -1,6 +1,7 @@
 """The report files of a grid sweep: with a `[report.heatmap]` table heatmap.csv, heatmap.png, the floor
 and the boundary (and with `levels` the phase diagram of the success rate); always one row of metrics per
-grid point in report.md."""
+grid point in report.md. The floor, boundary and phase lines need two ordered axes: with a categorical
+axis (a field of text values) the heatmap and its values are shown without them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from jaxmem.report.files import write_csv
-from jaxmem.report.grid.cells import heatmap_cells, point_cells
+from jaxmem.report.grid.cells import heatmap_cells, is_categorical, point_cells
 from jaxmem.report.grid.markdown import heatmap_section, points_section
 from jaxmem.report.grid.phase import phase_boundaries, phase_section, with_rate
 from jaxmem.report.grid.plot import plot_heatmap
@@ -41,15 +42,16 @@ def write_grid_report(
         cells = heatmap_cells(points, spec)
         rated = spec.levels or spec.shade == "success_rate"
         cells = with_rate(cells) if rated else cells
-        phases = phase_boundaries(cells, spec.levels) if spec.levels and not cells.empty else None
+        ordered = not cells.empty and not (is_categorical(cells["x"]) or is_categorical(cells["y"]))
+        phases = phase_boundaries(cells, spec.levels) if spec.levels and ordered else None
         written.append(write_csv(cells, Path(out_dir) / "heatmap.csv"))
-        analysis = analyse(cells)
+        analysis = analyse(cells) if ordered else {}
         label = metric_label(spec.metric, rule, train_metric)
         plot_name = None
         if cells[spec.metric].notna().any():
             title = report_spec.title or "Heatmap"
             path = Path(out_dir) / "heatmap.png"
-            written.append(plot_heatmap(path, spec, cells, analysis["boundary"], title, label, phases))
+            written.append(plot_heatmap(path, spec, cells, analysis.get("boundary", []), title, label, phases))
             plot_name = "heatmap.png"
         sections.append(heatmap_section(spec, cells, analysis, label, plot_name))
         if phases:

@@ -19,12 +19,14 @@ from jaxmem.report.runs import config_fields, parse_metrics
 from jaxmem.spec.sweep import SweepSpec
 
 RUN_KEYS = ("run_id", "status", "point", "seed", "lr")
+EVALUATION_COLUMNS = ("step", "time")  # a config field of one of these names is config_<name> in the wide table
 
 
 @dataclasses.dataclass(frozen=True)
 class Trajectories:
-    """`frame`: run_id, step, time (= step · lr), status, point, seed, lr, the config `fields`, the
-    `metrics`; sorted by run then step. `runs`: one row per run with RUN_KEYS and the fields."""
+    """`frame`: run_id, step, time (= step · lr), status, point, seed, lr, the config `fields` (one named
+    step or time as config_step, config_time), the `metrics`; sorted by run then step. `runs`: one row
+    per run with RUN_KEYS and the fields under their own names."""
 
     frame: pd.DataFrame
     runs: pd.DataFrame
@@ -82,7 +84,8 @@ def load_trajectories(raw: pd.DataFrame, runs: pd.DataFrame, planned: pd.DataFra
     metrics = [str(c) for c in values.columns]
     table, fields = run_table(runs, planned, raw["run_id"])
     fields = [f for f in fields if f not in metrics]
-    frame = raw[["run_id", "step"]].merge(table[list(RUN_KEYS) + fields], on="run_id", how="left")
+    wide = table[list(RUN_KEYS) + fields].rename(columns={f: f"config_{f}" for f in EVALUATION_COLUMNS})
+    frame = raw[["run_id", "step"]].merge(wide, on="run_id", how="left")
     frame["step"] = pd.to_numeric(frame["step"])
     frame.insert(2, "time", frame["step"] * frame["lr"])
     frame = pd.concat([frame, values.astype(float)], axis=1)

@@ -14,6 +14,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from matplotlib.lines import Line2D  # noqa: E402
+
 from jaxmem.report.text import group_labels, number  # noqa: E402
 from jaxmem.report.trajectory.stages import crossing_column  # noqa: E402
 from jaxmem.spec.report_tables import TrajectorySpec  # noqa: E402
@@ -46,17 +48,22 @@ def plot_escape(path: Path, stages: pd.DataFrame, fits: pd.DataFrame, spec: Traj
             if len(fit) and np.isfinite(fit["slope"].iloc[0]):
                 slope, intercept, se = (float(fit[c].iloc[0]) for c in ("slope", "intercept", "slope_se"))
                 error = f" ± {number(se)}" if np.isfinite(se) else ""
-                ax.plot(line, intercept + slope * line, "-", color=color, label=f"{prefix}fit {number(slope)}{error}")
+                ax.plot(
+                    line, intercept + slope * line, "-", color=color, label=f"{prefix}fit: slope {number(slope)}{error}"
+                )
             if len(fit) and np.isfinite(fit["predicted"].iloc[0]):
                 predicted = float(fit["predicted"].iloc[0])
                 centre = gy.mean() + predicted * (line - gx.mean())
-                ax.plot(line, centre, "--", color=color, alpha=0.7, label=f"{prefix}predicted {number(predicted)}")
+                ax.plot(
+                    line, centre, "--", color=color, alpha=0.7, label=f"{prefix}predicted slope {number(predicted)}"
+                )
         ax.set_xlabel(escape.x_label)
-        ax.set_ylabel(f"{crossing.label} [{escape.y}]")
-        ax.set_title(crossing.label, fontsize="medium")
+        ax.set_ylabel(f"{escape.y} at which {crossing.label}")
+        ax.set_title(f"{crossing.label}: {escape.y} of the crossing against {escape.x_label}", fontsize="medium")
         ax.grid(True, alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize="x-small")
+        handles = ax.get_legend_handles_labels()[0]
+        handles.append(Line2D([], [], ls="", marker="o", ms=4, color="0.4", label="one run (seed)"))
+        ax.legend(handles=handles, fontsize="x-small")
     for ax in list(axes.flat)[len(crossings) :]:
         ax.set_visible(False)
     fig.suptitle(title)

@@ -1,5 +1,8 @@
 """trajectory.png: chosen metrics against step or time, one panel per group, with reference lines,
-shaded stages and the measured crossings marked."""
+shaded stages (named in the legend, so no label sits on a curve or a reference line), the measured
+crossings marked and the predicted rates drawn over the steps they were fitted on
+(jaxmem.report.trajectory.guides); the legend names every mark: series, metrics, seeds, stages,
+crossings and predictions."""
 
 from __future__ import annotations
 
@@ -19,11 +22,13 @@ from matplotlib.patches import Patch  # noqa: E402
 from jaxmem.report.axes import readable_log  # noqa: E402
 
 from jaxmem.report.text import number  # noqa: E402
+from jaxmem.report.trajectory.guides import Guide  # noqa: E402
 from jaxmem.spec.report_tables import TrajectorySpec  # noqa: E402
 
 STYLES = ("-", "--", ":", "-.")
 STAGE_COLORS = ("#cfe2f3", "#fce5cd", "#d9ead3", "#ead1dc", "#fff2cc", "#d0e0e3")
 MAX_CYCLE = 10
+GUIDE_STYLE = (0, (1, 1.2))  # dotted: a predicted rate
 MAX_COLUMNS = 3
 
 
@@ -45,14 +50,6 @@ def series_colors(series: list[str]) -> dict[str, object]:
     return {s: cmap(i / (len(series) - 1)) for i, s in enumerate(series)}
 
 
-def stage_text_x(start: float, end: float, log: bool, lo: float) -> float:
-    """Where a stage's label goes: the middle of the span (geometric on a log axis)."""
-    if not log:
-        return (start + end) / 2
-    start = max(start, lo)
-    return math.sqrt(start * end) if start > 0 and end > 0 else end
-
-
 def plot_trajectories(
     path: Path,
     frame: pd.DataFrame,
@@ -63,13 +60,19 @@ def plot_trajectories(
     marks: pd.DataFrame,
     labels: dict[str, str],
     log_y_panels: frozenset = frozenset(),
+    titles: dict[str, str] | None = None,
+    guides: dict[str, list[Guide]] | None = None,
 ) -> Path:
     """Write the curves of `frame` (columns panel, series, run_id, spec.x and the metrics; series are
     coloured in the order they first appear) to `path`.
 
     `levels`: per panel, its reference lines; `marks`: crossings to mark (panel, series, metric, x,
-    level); `labels`: title, x_label, y_label; `log_y_panels`: panels drawn on a log y axis too.
+    level); `labels`: title, x_label, y_label, and per panel its y label; `log_y_panels`: panels drawn
+    on a log y axis too; `titles`: per panel its title in words (default: the panel's name, none for
+    the one panel "all"); `guides`: per panel its predicted-rate lines.
     """
+    titles = titles if titles is not None else {p: "" if p == "all" else p for p in panels}
+    guides = guides or {}
     x = spec.x
     log_x = spec.x_scale == "log"
     series = list(dict.fromkeys(frame["series"]))  # in the frame's order
@@ -82,21 +85,8 @@ def plot_trajectories(
         data = frame[(frame["panel"] == panel) & frame[x].notna()]
         if log_x:
             data = data[data[x] > 0]
-        lo = float(data[x].min()) if len(data) else 1.0
         for i, stage in enumerate(spec.stages):
-            color = stage.color or STAGE_COLORS[i % len(STAGE_COLORS)]
-            ax.axvspan(stage.start, stage.end, color=color, alpha=0.5, lw=0, zorder=0)
-            if stage.label:
-                ax.text(
-                    stage_text_x(stage.start, stage.end, log_x, lo),
-                    0.98,
-                    stage.label,
-                    transform=ax.get_xaxis_transform(),
-                    ha="center",
-                    va="top",
-                    fontsize=7,
-                    bbox={"facecolor": "white", "alpha": 0.6, "lw": 0, "pad": 1},
-                )
+            ax.axvspan(stage.start, stage.end, color=stage_color(stage, i), alpha=0.5, lw=0, zorder=0)
         for name in dict.fromkeys(data["series"]):
             part = data[data["series"] == name]
             for m, metric in enumerate(metrics):
@@ -109,6 +99,8 @@ def plot_trajectories(
                 else:
                     for _, curve in part.groupby("run_id", sort=False):
                         ax.plot(curve[x], curve[metric], style, color=color, lw=0.9, alpha=0.8)
+        for guide in guides.get(panel, []):
+            ax.plot(guide.x, guide.y, ls=GUIDE_STYLE, color="black", lw=1.4, zorder=3)
         mine = marks[(marks["panel"] == panel) & np.isfinite(marks["x"].astype(float))] if len(marks) else marks
         for mark in mine.to_dict("records"):
             color = f"C{metrics.index(mark['metric']) % MAX_CYCLE}" if by_metric else colors[mark["series"]]
@@ -132,14 +124,15 @@ def plot_trajectories(
             ax.set_yscale("log")
         ax.set_xlabel(labels["x_label"])
         ax.set_ylabel(labels.get(panel, labels["y_label"]))
-        if len(panels) > 1 or panel != "all":
-            ax.set_title(panel, fontsize="medium")
+        if titles.get(panel):
+            ax.set_title(titles[panel], fontsize="medium")
         ax.grid(True, which="both", alpha=0.3)
     for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     fig.suptitle(labels["title"])
     fig.tight_layout()
     handles = legend_handles(series, metrics, colors, by_metric) + seed_handles(spec.seeds)
+    handles += stage_handles(spec) + mark_handles(len(marks) > 0, guides)
     if len(handles) > 1 or not by_metric:
         fig.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small", frameon=False)
     fig.savefig(path, dpi=120, bbox_inches="tight")
@@ -147,9 +140,32 @@ def plot_trajectories(
     return path
 
 
+def stage_color(stage, index: int) -> str:
+    return stage.color or STAGE_COLORS[index % len(STAGE_COLORS)]
+
+
 def seed_handles(seeds: str) -> list:
-    """What a band means, where the seeds are drawn as one (line: their mean)."""
-    return [Patch(color="0.4", alpha=0.2, label="min–max over seeds (line: mean)")] if seeds == "band" else []
+    """What a band means, where the seeds are drawn as one (line: their mean); else what a line is."""
+    if seeds == "band":
+        return [Patch(color="0.4", alpha=0.2, label="min–max over seeds (line: mean)")]
+    return [Line2D([], [], color="0.4", lw=0.9, label="one line per run (seed)")]
+
+
+def stage_handles(spec: TrajectorySpec) -> list:
+    """The stages by colour and label (the spans carry no text)."""
+    return [
+        Patch(color=stage_color(s, i), alpha=0.5, label=f"{s.label} ({number(s.start)}–{number(s.end)})")
+        for i, s in enumerate(spec.stages)
+        if s.label
+    ]
+
+
+def mark_handles(crossings: bool, guides: dict[str, list[Guide]]) -> list:
+    """The crossing marks and one entry per predicted rate."""
+    handles = [Line2D([], [], ls="", marker="o", mfc="none", color="0.3", ms=4, label="crossing (one run)")]
+    labels = dict.fromkeys(g.label for lines in guides.values() for g in lines)
+    guide_handles = [Line2D([], [], ls=GUIDE_STYLE, color="black", lw=1.4, label=label) for label in labels]
+    return (handles if crossings else []) + guide_handles
 
 
 def legend_handles(series: list[str], metrics: list[str], colors: dict, by_metric: bool) -> list:

@@ -18,6 +18,7 @@ from jaxmem.report.text import group_labels
 from jaxmem.report.trajectory.data import Trajectories, common_names, load_trajectories, varying
 from jaxmem.report.trajectory.escape import escape_fits, slope_ratios
 from jaxmem.report.trajectory.escape_plot import plot_escape
+from jaxmem.report.trajectory.guides import rate_guides
 from jaxmem.report.trajectory.markdown import (
     crossings_section,
     escape_section,
@@ -41,11 +42,14 @@ def write_trajectory_report(
     runs: pd.DataFrame,
     planned: pd.DataFrame | None,
     written: list[Path],
+    axes: list[str] | None = None,
 ) -> list[str]:
     """Write the trajectory files into `out_dir` (appended to `written`); return report.md sections.
 
     `raw`: the store's trajectories table (run_id, step, metrics JSON); `runs`: the expanded runs
-    table; `planned`: the plan of runs in flight (jaxmem.report.trajectory.data.planned_runs) or None.
+    table; `planned`: the plan of runs in flight (jaxmem.report.trajectory.data.planned_runs) or None;
+    `axes`: the fields the spec varies (those of the stored configs), which the default color_by
+    draws on; None: every field that varies.
     """
     if raw is None or raw.empty:
         return []
@@ -54,12 +58,8 @@ def write_trajectory_report(
     traj = load_trajectories(raw, runs, planned)
     metrics = chosen_metrics(spec, traj)
     group_by = list(spec.group_by)
-    color_by = (
-        list(spec.color_by)
-        if spec.color_by is not None
-        else [c for c in varying(traj.runs, traj.fields) if c not in group_by]
-    )
-    check_fields(spec, traj, group_by + color_by)
+    check_fields(spec, traj, group_by + list(spec.color_by or ()))
+    color_by = list(spec.color_by) if spec.color_by is not None else varying_within(traj, group_by, axes)
 
     written += write_table(traj.frame, out_dir, "trajectories")
 
@@ -79,29 +79,41 @@ def write_trajectory_report(
         "x_label": spec.x_label or ("step" if spec.x == "step" else "time (step × lr)"),
         "y_label": spec.y_label or ", ".join(metrics),
     }
+    rates, trends = rate_tables(frame, labelled, spec) if spec.rates or spec.trends else (None, None)
     plot_name = None
     if frame[metrics].notna().any().any() and frame[spec.x].notna().any():
         path = out_dir / "trajectory.png"
         if spec.layout == "metric":
-            long, metric_panels = metric_panels_frame(frame, metrics, spec.x)
-            log_y = frozenset(p for p, m in metric_panels.items() if m in spec.log_y)
-            written.append(
-                plot_trajectories(
-                    path,
-                    long,
-                    spec,
-                    ["value"],
-                    list(metric_panels),
-                    {},
-                    marks(pd.DataFrame(), spec, []),
-                    {**labels, **metric_panels},
-                    log_y,
-                )
+            drawn = list(dict.fromkeys(metrics + [r.metric for r in spec.rates]))
+            long, metric_panels = metric_panels_frame(frame, drawn, spec.x)
+            log_y = set(spec.log_y) | {r.metric for r in spec.rates if r.scale == "loglog"}
+            plot = plot_trajectories(
+                path,
+                long,
+                spec,
+                ["value"],
+                list(metric_panels),
+                {},
+                marks(pd.DataFrame(), spec, []),
+                {**labels, **metric_panels},
+                frozenset(p for p, m in metric_panels.items() if m in log_y),
+                titles={p: panel_title(p, m, spec) for p, m in metric_panels.items()},
+                guides=rate_guides(spec, rates, frame, lambda m, g: metric_panel(m, g) if m in drawn else None),
             )
         else:
-            written.append(
-                plot_trajectories(path, frame, spec, metrics, panels, levels, marks(stages, spec, metrics), labels)
+            plot = plot_trajectories(
+                path,
+                frame,
+                spec,
+                metrics,
+                panels,
+                levels,
+                marks(stages, spec, metrics),
+                labels,
+                titles={p: words(p) for p in panels},
+                guides=rate_guides(spec, rates, frame, lambda m, g: g if m in metrics else None),
             )
+        written.append(plot)
         plot_name = "trajectory.png"
 
     sections = [overview_section(frame, labelled, spec, metrics, traj.metrics, levels, plot_name)]
@@ -114,8 +126,7 @@ def write_trajectory_report(
             written.append(plot_escape(out_dir / "escape.png", stages, fits, spec, title))
             escape_name = "escape.png"
         sections.append(escape_section(fits, slope_ratios(fits), spec, escape_name))
-    if spec.rates or spec.trends:
-        rates, trends = rate_tables(frame, labelled, spec)
+    if rates is not None:
         written.append(write_csv(pd.concat([rates, trends], ignore_index=True), out_dir / RATES_CSV))
         sections.append(rates_section(rates, trends, spec))
     return [s for s in sections if s]
@@ -164,13 +175,51 @@ def panel_levels(spec: TrajectorySpec, runs: pd.DataFrame, fields: list[str]) ->
     return levels
 
 
+def varying_within(traj: Trajectories, group_by: list[str], axes: list[str] | None = None) -> list[str]:
+    """The default color_by: the `axes` (and lr) that vary inside some panel. An entry the experiment
+    derives from them (e.g. the S, R, D a scaling sets from `size`) or one that only follows the panel
+    (e.g. a batch size the model sets) would add nothing but length to the legend."""
+    candidates = [c for c in varying(traj.runs, traj.fields) if c not in group_by]
+    candidates = [c for c in candidates if axes is None or c in axes or c == "lr"]
+    if not group_by:
+        return candidates
+    panels = traj.runs.astype({c: str for c in group_by}).groupby(group_by, dropna=False)
+    return [c for c in candidates if (panels[c].agg(lambda v: v.astype(str).nunique()) > 1).any()]
+
+
+def metric_panel(metric: str, group: str) -> str:
+    """The name of the layout "metric" panel of one metric and group panel."""
+    return metric if group == "all" else f"{metric} · {group}"
+
+
+def words(group: str) -> str:
+    """A group label as a subplot title: "optimizer = adam, d = 8"; "" for the one group of all runs."""
+    return "" if group == "all" else group.replace("=", " = ")
+
+
+def metric_words(metric: str, spec: TrajectorySpec) -> str:
+    """A metric as the spec describes it: "loss_gap (CE − ℋ)" with a trend's label; a rate's metric
+    with its law ("w_perp_norm, rate d‖P⊥W‖ / d ln t vs ‖W^mm‖"); else its name."""
+    named = [t.label for t in spec.trends if t.metric == metric]
+    if named:
+        return f"{metric} ({named[0]})"
+    rates = [r.label for r in spec.rates if r.metric == metric]
+    return f"{metric}, rate {rates[0]}" if rates else metric
+
+
+def panel_title(panel: str, metric: str, spec: TrajectorySpec) -> str:
+    """A layout "metric" panel's title: the metric in words, then its group."""
+    group = panel[len(metric) + 3 :] if panel != metric else "all"
+    return ", ".join(t for t in (metric_words(metric, spec), words(group)) if t)
+
+
 def metric_panels_frame(frame: pd.DataFrame, metrics: list[str], x: str) -> tuple[pd.DataFrame, dict[str, str]]:
     """The frame in long form for layout "metric": one panel per (metric, group) with the metric's
     values in column `value`; and each panel's metric (its y label)."""
     parts, panels = [], {}
     for metric in metrics:
         part = frame[["run_id", "panel", "series", x, metric]].rename(columns={metric: "value"})
-        name = part["panel"].map(lambda p, m=metric: m if p == "all" else f"{m} · {p}")
+        name = part["panel"].map(lambda p, m=metric: metric_panel(m, p))
         panels.update((p, metric) for p in dict.fromkeys(name))
         parts.append(part.assign(panel=name))
     return pd.concat(parts, ignore_index=True), panels
