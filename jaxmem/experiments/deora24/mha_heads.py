@@ -5,8 +5,10 @@ One run: the H-head classifier of Eq. (2) (model.py: d×d key–query W_h, T×d 
 1/H^c, c = 1/2 in the paper) trained full batch on the logistic loss of n DM1 or DM2 samples (data.py)
 by GD, heavy-ball momentum or Adam (optim.py, a traced choice; η = lr·eta·H^lr_power, App. G's by default). Init (§1.6):
 `zero` θ̃₀ = 0 (App. G), `first_step` the paper's θ̃⁽¹⁾ (Prop. 2: one GD step from 0 on n fresh
-samples, per head ×α_h√H with α_h = ±1), or `random` heads (U_h ~ N(0, s²/(Td)), W_h ~ N(0, s²/d²): the
-RT-13 probe points, init_scale = s).
+samples, per head ×α_h√H with α_h = ±1), `random` heads (U_h ~ N(0, s²/(Td)), W_h ~ N(0, s²/d²): the
+RT-13 probe points, init_scale = s), or `optimal` (DM1): every head the optimal attention head θ_opt =
+(U_opt, Γ W_opt) of eq. (9) with Γ = init_scale, U_h scaled by H^{c−1} so that Φ̃ = Φ(X; U_opt, Γ W_opt)
+(Prop. 3, RT-14; train 0 steps).
 
 `reduced = true` is the exact reduction (§1.9): identical heads are one group of multiplicity H (two
 sign groups for `first_step`), with per-head gradients, so GD, momentum and Adam (ε included) follow the
@@ -24,7 +26,13 @@ mean softmax mass on the relevant tokens, over heads, samples and query rows), w
 u_norm = (1/√H) Σ_h ‖U_h‖, theta_dist = ‖θ̃ − θ̃₀‖, cos_w and cos_u (DM2: against W* and U* repeated
 over the heads), grad_ratio = ‖∇L̂‖/L̂ and beta1 (Cor. 1(1)), lambda_min of ∇²L̂ (hessian = lanczos or
 dense; full path only), lam_sqrtH = λ_min √H, hess_bound = −β₃ L̂/√H (Cor. 1(3)), r_hat = max ‖x_t‖,
-accept (DM2: the rejection sampler's acceptance rate), loo_stability.
+accept (DM2: the rejection sampler's acceptance rate), loo_stability; the n-scaled n_loss, n_test_loss,
+n_gap and n_loo (RT-10–12: bounded when the rates are 1/n); gd_ascent (1 when a GD step of the run's η
+from θ̃_k raises L̂: Thm 1's descent violations, RT-17); and, for DM1, the theory quantities of theory.py
+at θ̃₀ with the paper's direction θ̃⋆ (§5.5): ntk_margin γ, b_phi, and for K > 0 the realizability target
+θ̃(1/K) = θ̃₀ + g₀(1/K) θ̃⋆ (Prop. 7): target_loss, g0, thm1_bound = 2L̂(θ̃(1/K)) + 5‖θ̃(1/K) − θ̃₀‖²/(4ηK)
+(Thm 1, read at k = K), thm1_ratio = L̂/thm1_bound (≤ 1 when it holds) and dist_ratio = ‖θ̃_k − θ̃₀‖/‖θ̃(1/K) −
+θ̃₀‖ (Thm 1: ≤ 4); for first_step, u_bar_error = ‖ū − ζu⋆/4‖ (Lemma 2, erratum E1; RT-15).
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxmem.experiments import draws
-from jaxmem.experiments.deora24 import data, hessian
+from jaxmem.experiments.deora24 import data, hessian, theory
 from jaxmem.experiments.deora24.model import empirical_loss, heads, norms, output, per_head, real
 from jaxmem.experiments.deora24.optim import OPTIMIZERS, optimizer, paper_steps
 from jaxmem.experiments.interface import Costs, Experiment, size, static, traced
@@ -53,8 +61,13 @@ FIELDS = {
     "S": traced(float, "DM1: pattern norm (signal strength)", 2.0, minimum=0.0),
     "sigma": traced(float, "DM1: noise standard deviation", 0.1, minimum=0.0),
     "reject_margin": traced(float, "DM2: keep samples with |Φ(X; W*, U*)| above this (App. G: 0.2)", 0.2),
-    "init": static(str, "zero | first_step (θ̃⁽¹⁾, Prop. 2) | random (RT-13)", "zero", ("zero", "first_step", "random")),
-    "init_scale": traced(float, "random init: U_h ~ N(0, s²/(Td)), W_h ~ N(0, s²/d²)", 1.0, minimum=0.0),
+    "init": static(
+        str,
+        "zero | first_step (θ̃⁽¹⁾, Prop. 2) | random (RT-13) | optimal (θ_opt of eq. 9, RT-14)",
+        "zero",
+        ("zero", "first_step", "random", "optimal"),
+    ),
+    "init_scale": traced(float, "random: U_h ~ N(0, s²/(Td)), W_h ~ N(0, s²/d²); optimal: Γ", 1.0, minimum=0.0),
     "c": traced(float, "output scale 1/H^c (Eq. 2: 1/2)", 0.5),
     "optimizer": traced(str, "gd | momentum (heavy ball) | adam", "gd", OPTIMIZERS),
     "eta": traced(float, "step η = lr · eta · H^lr_power; 0 = App. G's: gd 1, momentum 0.1, adam 0.06", 0.0),
@@ -79,6 +92,8 @@ def check(config) -> list[str]:
         problems.append(f"DM1 needs relevant < T, got relevant = {config['relevant']}, T = {config['T']}")
     if config["reduced"] and config["init"] == "random":
         problems.append("init = random: the heads differ, so there is no reduction (reduced = false)")
+    if config["init"] == "optimal" and config["data"] != "dm1":
+        problems.append("init = optimal: θ_opt (eq. 9) is built from DM1's patterns (data = dm1)")
     if config["reduced"] and config["hessian"] != "none":
         problems.append("hessian: λ_min is computed on the full path only (reduced = false)")
     return problems
@@ -101,9 +116,9 @@ def sample(key, n: int, count, shape, dyn, planted) -> dict:
     return out
 
 
-def first_step(key, phase1, shape, dyn, scale) -> tuple[dict, jax.Array]:
+def first_step(key, phase1, shape, dyn, scale) -> tuple[dict, jax.Array, jax.Array]:
     """θ̃⁽¹⁾ = −α_h √H ∇_{θ_h} L̂_{n₁}(0) (Prop. 2, A15: n₁ = n): W⁽¹⁾ = 0, U_h⁽¹⁾ = −α_h √H H^{-c} g
-    with g the one-head gradient at 0. Returns the group parameters and their multiplicities."""
+    with g the one-head gradient at 0. Returns the group parameters, their multiplicities and signs α."""
     T, d, G = shape["T"], shape["d"], groups(shape)
     zero = {"U": jnp.zeros((1, T, d), phase1["X"].dtype), "W": jnp.zeros((1, d, d), phase1["X"].dtype)}
     one = jnp.ones(1, phase1["X"].dtype)
@@ -116,21 +131,26 @@ def first_step(key, phase1, shape, dyn, scale) -> tuple[dict, jax.Array]:
     else:
         alpha, counts = jnp.where(plus, 1.0, -1.0), real(draws.active_mask(G, dyn["H"]))
     U = real(alpha)[:, None, None] * step[None] * (counts > 0)[:, None, None]
-    return {"U": U, "W": jnp.zeros((G, d, d), U.dtype)}, counts
+    return {"U": U, "W": jnp.zeros((G, d, d), U.dtype)}, counts, real(alpha)
 
 
-def start(key, phase1, shape, dyn, scale) -> tuple[dict, jax.Array]:
-    """Initial group parameters and multiplicities (zero, first_step from the `phase1` samples, or
-    random heads)."""
+def start(key, phase1, shape, dyn, scale) -> tuple[dict, jax.Array, jax.Array]:
+    """Initial group parameters, multiplicities and signs α (±1 for first_step, else 1): zero, first_step
+    from the `phase1` samples, random heads, or θ_opt."""
     T, d, G = shape["T"], shape["d"], groups(shape)
     if shape["init"] == "first_step":
         return first_step(key, phase1, shape, dyn, scale)
     counts = real(jnp.full(1, dyn["H"]) if shape["reduced"] else draws.active_mask(G, dyn["H"]))
+    alpha, live = jnp.ones_like(counts), (counts > 0)[:, None, None]
     if shape["init"] == "zero":
-        return {"U": jnp.zeros((G, T, d), counts.dtype), "W": jnp.zeros((G, d, d), counts.dtype)}, counts
+        return {"U": jnp.zeros((G, T, d), counts.dtype), "W": jnp.zeros((G, d, d), counts.dtype)}, counts, alpha
+    if shape["init"] == "optimal":
+        head = theory.optimal_head(T, d, shape["M"], real(dyn["S"]), real(dyn["init_scale"]))
+        per_head = {"U": head["U"] / (scale * real(dyn["H"])), "W": head["W"]}  # Φ̃ = Φ(X; U_opt, Γ W_opt)
+        return jax.tree.map(lambda p: p[None] * live, per_head), counts, alpha
     g_u, g_w = draws.normal_matrices(key, [(G, T, d), (G, d, d)])
-    s, live = dyn["init_scale"], counts[:, None, None]
-    return {"U": real(g_u) * s / math.sqrt(T * d) * live, "W": real(g_w) * s / d * live}, counts
+    s = dyn["init_scale"]
+    return {"U": real(g_u) * s / math.sqrt(T * d) * live, "W": real(g_w) * s / d * live}, counts, alpha
 
 
 def replicas(params, weights, shape) -> tuple[dict, jax.Array]:
@@ -146,17 +166,19 @@ def replicas(params, weights, shape) -> tuple[dict, jax.Array]:
 def init(key, shape, dyn):
     """Data (train, test, and DM2's planted head), the heads' multiplicities and the initial heads."""
     T, d, n = shape["T"], shape["d"], shape["n"]
-    planted = data.teacher(jax.random.fold_in(key, 3), T, d)
+    planted = (  # DM2's teacher; DM1 never reads it (zeros: no draw to compile)
+        data.teacher(jax.random.fold_in(key, 3), T, d)
+        if shape["data"] == "dm2"
+        else {"W": jnp.zeros((1, d, d), real(0.0).dtype), "U": jnp.zeros((1, T, d), real(0.0).dtype)}
+    )
     train = sample(jax.random.fold_in(key, 0), n, dyn["n"], shape, dyn, planted)
     test = sample(jax.random.fold_in(key, 1), shape["n_test"], shape["n_test"], shape, dyn, planted)
     phase1 = (
         sample(jax.random.fold_in(key, 2), n, dyn["n"], shape, dyn, planted) if shape["init"] == "first_step" else None
     )
     scale = real(dyn["H"]) ** (-dyn["c"])
-    theta0, counts = start(jax.random.fold_in(key, 4), phase1, shape, dyn, scale)
+    theta0, counts, alpha = start(jax.random.fold_in(key, 4), phase1, shape, dyn, scale)
     params, train["loo_weights"] = replicas(theta0, train["weights"], shape)
-    g_u, g_w = draws.normal_matrices(jax.random.fold_in(key, 5), [(groups(shape), T, d), (groups(shape), d, d)])
-    live = (counts > 0)[:, None, None]
     problem = {
         "train": train,
         "test": test,
@@ -164,9 +186,20 @@ def init(key, shape, dyn):
         "counts": counts,
         "scale": scale,
         "theta0": theta0,
-        "probe": {"U": real(g_u) * live, "W": real(g_w) * live},  # the Lanczos start vector
+        "alpha": alpha,
+        "probe": probe(jax.random.fold_in(key, 5), counts, shape),
     }
     return params, problem
+
+
+def probe(key, counts, shape) -> dict:
+    """The Lanczos start vector: Gaussian on the live heads (zeros, no draw, unless hessian = lanczos)."""
+    G, T, d = groups(shape), shape["T"], shape["d"]
+    if shape["hessian"] != "lanczos":
+        return {"U": jnp.zeros((G, T, d), counts.dtype), "W": jnp.zeros((G, d, d), counts.dtype)}
+    g_u, g_w = draws.normal_matrices(key, [(G, T, d), (G, d, d)])
+    live = (counts > 0)[:, None, None]
+    return {"U": real(g_u) * live, "W": real(g_w) * live}
 
 
 def loss(params, problem, shape, dyn, key=None):
@@ -219,6 +252,46 @@ def bounds(r_hat, head_max, T, d) -> tuple[jax.Array, jax.Array]:
     return beta1, beta3
 
 
+def step_size(dyn) -> jax.Array:
+    """η = lr · eta · H^lr_power (optim.optimizer)."""
+    return dyn["lr"] * dyn["eta"] * real(dyn["H"]) ** dyn["lr_power"]
+
+
+def theorem_checks(p, problem, shape, dyn, loss_now, moved) -> dict:
+    """DM1: γ and B_Φ of the paper's θ̃⋆ at θ̃₀ and, for K > 0, the Prop. 7 target θ̃(1/K) with Thm 1's
+    bound at K (theory.py); NaN otherwise."""
+    nan = real(jnp.nan)
+    names = ("ntk_margin", "b_phi", "target_loss", "g0", "thm1_bound", "thm1_ratio", "dist_ratio", "u_bar_error")
+    if shape["data"] != "dm1":
+        return dict.fromkeys(names, nan)
+    counts, scale, K = problem["counts"], problem["scale"], jnp.maximum(real(dyn["K"]), 1.0)
+    direction = theory.paper_direction(problem["alpha"], counts, shape["T"], shape["d"], shape["M"], real(dyn["S"]))
+    target = theory.realizability(problem["theta0"], direction, problem["train"], counts, scale, 1.0 / K)
+    distance = jnp.sqrt(2.0) * target["g0"]  # ‖θ̃(ε) − θ̃₀‖ = g₀ ‖θ̃⋆‖
+    bound = theory.thm1_bound(target["loss"], distance**2, step_size(dyn), K)
+    live = dyn["K"] > 0
+    return {
+        "ntk_margin": target["gamma"],
+        "b_phi": target["b_phi"],
+        "target_loss": jnp.where(live, target["loss"], nan),
+        "g0": jnp.where(live, target["g0"], nan),
+        "thm1_bound": jnp.where(live, bound, nan),
+        "thm1_ratio": jnp.where(live, loss_now / bound, nan),
+        "dist_ratio": jnp.where(live, moved / distance, nan),
+        "u_bar_error": phase_one_error(problem, shape, dyn) if shape["init"] == "first_step" else nan,
+    }
+
+
+def phase_one_error(problem, shape, dyn) -> jax.Array:
+    """‖ū − ζu⋆/4‖ (Lemma 2 with erratum E1): θ̃⁽¹⁾'s rows are α_h H^{1/2−c} ū with ū = (1/(2n₁T)) Σ_i y_i Σ_t
+    x_{i,t}, whose mean is ζu⋆/4 (u⋆ = μ₊ − μ₋, ζ = relevant/T); the error falls like n₁^{-1/2}."""
+    counts, H = problem["counts"], real(dyn["H"])
+    rows = jnp.einsum("g,gd->d", counts * problem["alpha"], problem["theta0"]["U"][:, 0]) / H
+    u_bar = rows * H ** (dyn["c"] - 0.5)
+    u_star, _ = theory.targets(1, shape["d"], shape["M"], real(dyn["S"]))
+    return jnp.linalg.norm(u_bar - shape["relevant"] / shape["T"] * u_star[0] / 4)
+
+
 def evaluate(params, problem, shape, dyn) -> dict:
     train, test, counts, scale = problem["train"], problem["test"], problem["counts"], problem["scale"]
     p = jax.tree.map(lambda a: a[0], params) if shape["loo"] else params
@@ -230,7 +303,8 @@ def evaluate(params, problem, shape, dyn) -> dict:
     size = norms(p, counts)
     moved = norms(jax.tree.map(jnp.subtract, p, problem["theta0"]), counts)["theta"]
     min_margin = jnp.min(jnp.where(active, margins, jnp.inf))
-    grads = jax.grad(empirical_loss)(per_head(p, counts), train["X"], train["y"], w, counts, scale)
+    group_grads = jax.grad(empirical_loss)(p, train["X"], train["y"], w, counts, scale)
+    grads = jax.tree.map(lambda g: g / jnp.maximum(counts, 1.0)[:, None, None], group_grads)  # one head's (§1.9)
     grad_norm = norms(grads, counts)["theta"]
     r_hat = jnp.max(jnp.where(active[:, None], jnp.linalg.norm(train["X"], axis=2), 0.0))
     beta1, beta3 = bounds(r_hat, size["head_max"], shape["T"], shape["d"])
@@ -238,12 +312,15 @@ def evaluate(params, problem, shape, dyn) -> dict:
     lam = curvature(p, problem, shape)
     dm1 = shape["data"] == "dm1"
     nan = real(jnp.nan)
+    descended = jax.tree.map(lambda a, g: a - step_size(dyn) * g, p, grads)
+    n = real(dyn["n"])
+    stability = loo_stability(params, counts, dyn["n"]) if shape["loo"] else nan
     return {
         "loss": L,
         "test_loss": test_loss,
         "gap": test_loss - L,
         "train_error": jnp.sum(w * (margins <= 0)),
-        "test_error": jnp.mean(test_margins <= 0),
+        "test_error": jnp.mean((test_margins <= 0).astype(L.dtype)),
         "margin": min_margin / jnp.maximum(size["U"], 1e-30),
         "margin_global": math.sqrt(2) * min_margin / jnp.maximum(size["theta"], 1e-30),
         "attn": relevant_mass(heads(p, train["X"])[1], train["relevant"], w, counts) if dm1 else nan,
@@ -259,7 +336,13 @@ def evaluate(params, problem, shape, dyn) -> dict:
         "hess_bound": -beta3 * L / jnp.sqrt(H),
         "r_hat": r_hat,
         "accept": nan if dm1 else train["accept"],
-        "loo_stability": loo_stability(params, counts, dyn["n"]) if shape["loo"] else nan,
+        "loo_stability": stability,
+        "n_loss": n * L,
+        "n_test_loss": n * test_loss,
+        "n_gap": n * (test_loss - L),
+        "n_loo": n * stability,
+        "gd_ascent": real(empirical_loss(descended, train["X"], train["y"], w, counts, scale) > L),
+        **theorem_checks(p, problem, shape, dyn, L, moved),
     }
 
 
@@ -285,6 +368,19 @@ METRICS = (
     "r_hat",
     "accept",
     "loo_stability",
+    "n_loss",
+    "n_test_loss",
+    "n_gap",
+    "n_loo",
+    "gd_ascent",
+    "ntk_margin",
+    "b_phi",
+    "target_loss",
+    "g0",
+    "thm1_bound",
+    "thm1_ratio",
+    "dist_ratio",
+    "u_bar_error",
 )
 
 
@@ -297,7 +393,7 @@ def flops_per_step(config) -> float:
     """Forward and backward (≈ 3× the forward's 2(Td² + 2T²d + Td) per head and sample) of the heads
     actually computed (one or two on the reduced path), times the LOO replicas."""
     T, d, n = config["T"], config["d"], config["n"]
-    heads_computed = (2 if config["init"] == "first_step" else 1) if config["reduced"] else config["H"]
+    heads_computed = groups(config)
     replicas_ = n + 1 if config["loo"] else 1
     return 6.0 * (T * d * d + 2 * T * T * d + T * d) * heads_computed * n * replicas_
 
