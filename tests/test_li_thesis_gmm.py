@@ -8,7 +8,7 @@ import numpy as np
 import optax
 import pytest
 
-from jaxmem.experiments.li_thesis import gmm, gmm_imbalance, sigmoid_net
+from jaxmem.experiments.li_thesis import gmm, gmm_imbalance, sigmoid_net, tensor_init, theory
 from jaxmem.plan.buckets import static_shape, traced_values
 from jaxmem.plan.runs import run_key
 
@@ -131,3 +131,71 @@ def test_replicas_take_independent_gd_steps_on_one_training_set(padded_pair):
     spread = np.sqrt(np.sum((trained["w"] - trained["w"].mean(axis=0)) ** 2) / 3)
     np.testing.assert_allclose(metrics["v_w"], spread, rtol=1e-5)
     assert float(metrics["excess_avg"]) > 0 and float(metrics["excess_g2"]) > 0
+
+
+def test_curvature_step_is_one_over_the_top_hessian_eigenvalue(padded_pair):
+    (_, problem, _), _ = padded_pair
+    w = jnp.asarray(RNG.normal(size=(4, 2)), jnp.float32)
+    rule = gmm_imbalance.STEPS.index("curvature")
+
+    @jax.jit
+    def both(w):
+        risk = lambda v: gmm_imbalance.empirical_risk(v.reshape(4, 2), problem["train"], 30)  # noqa: E731
+        scales = gmm_imbalance.step_scales(jnp.stack([w, w]), problem["train"], 30, rule)
+        return jax.hessian(risk)(w.ravel()), scales, gmm_imbalance.step_scales(w[None], problem["train"], 30, 0)
+
+    hessian, scales, theory_rule = both(w)
+    np.testing.assert_allclose(scales, 1 / np.max(np.linalg.eigvalsh(np.asarray(hessian, np.float64))), rtol=1e-3)
+    assert np.all(np.asarray(theory_rule) == 1.0)
+
+
+def test_rho_matches_a_direct_integration():
+    u, sigma = np.array([0.3, -1.0, 2.0]), 0.7
+    z = np.linspace(-14, 14, 200001)[None, :] + u[:, None]
+    density = np.exp(-((z - u[:, None]) ** 2) / 2) / np.sqrt(2 * np.pi)
+    slope = theory.sigmoid_slope(sigma * z)
+
+    def mean(f):
+        return np.trapezoid(f * density, z, axis=1)
+
+    a0, a2, b0, b2 = mean(slope), mean(slope * z**2), mean(slope**2), mean(slope**2 * z**2)
+    first = min((u[j] ** 2 + 1) * (b0[i] - a0[i] ** 2) for i in range(3) for j in range(3) if j != i)
+    expected = min(first, np.min(b2 - a2**2 / (u**2 + 1)))
+    assert theory.rho(u, sigma) == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.slow
+def test_score_moments_are_the_mixture_density_derivatives():
+    """S_j = (−1)^j ∇^j p / p (C.2): the closed forms of tensor_init against derivatives of p."""
+    d, rng = 3, np.random.default_rng(3)
+    means = jnp.asarray(rng.normal(size=(2, d)))
+    roots = rng.normal(size=(2, d, d)) / 2 + np.eye(d)
+    precisions = jnp.asarray(np.linalg.inv(roots @ roots.transpose(0, 2, 1)))
+    weights = jnp.asarray([0.3, 0.7])
+
+    def density(x):
+        diff = x - means
+        quad = jnp.einsum("ld,lde,le->l", diff, precisions, diff)
+        return jnp.sum(weights * jnp.sqrt(jnp.linalg.det(precisions)) * jnp.exp(-quad / 2))
+
+    x, c = jnp.asarray(rng.normal(size=(4, d))), jnp.asarray(rng.normal(size=4))
+    p = jax.vmap(density)(x)
+    grad2 = jax.vmap(jax.hessian(density))(x) / p[:, None, None]
+    grad3 = -jax.vmap(jax.jacfwd(jax.hessian(density)))(x) / p[:, None, None, None]
+    r, h = tensor_init.scores(x, means, precisions, jnp.log(weights))
+    np.testing.assert_allclose(jnp.einsum("nl,nld->nd", r, h), -jax.vmap(jax.grad(density))(x) / p[:, None], rtol=1e-4)
+    np.testing.assert_allclose(
+        tensor_init.second_moment(c, r, h, precisions), np.einsum("n,nab->ab", c, grad2), rtol=1e-3
+    )
+    a, proj = jnp.asarray([0.6, 0.0, 0.8]), jnp.asarray(rng.normal(size=(d, 2)))
+    along = np.einsum("n,nabc,c->ab", c, grad3, a)
+    np.testing.assert_allclose(tensor_init.third_along(a, c, r, h, precisions), along, rtol=1e-3, atol=1e-5)
+    projected = np.einsum("n,nabc,ai,bj,ck->ijk", c, grad3, proj, proj, proj)
+    np.testing.assert_allclose(tensor_init.third_moment(proj, c, r, h, precisions), projected, rtol=1e-3, atol=1e-5)
+
+
+def test_tensor_power_method_recovers_an_orthogonal_decomposition():
+    basis = np.linalg.qr(RNG.normal(size=(3, 3)))[0]
+    tensor = sum(c * np.einsum("a,b,c->abc", v, v, v) for c, v in zip((2.0, -1.0, 0.5), basis.T))
+    found = np.asarray(tensor_init.power_components(jnp.asarray(tensor, jnp.float32), jax.random.PRNGKey(0)))
+    np.testing.assert_allclose(np.sort(np.max(np.abs(found @ basis), axis=1)), 1.0, atol=1e-4)

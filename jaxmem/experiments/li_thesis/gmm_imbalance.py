@@ -5,12 +5,14 @@ cross-entropy (4.3) from `replicas` initialisations of the same data.
 One run holds one teacher and training set and `replicas` students W_1..W_R (Algorithm 1 with the
 local init of Sec 4.5.1: W* + r·G/‖G‖_F, the sphere of radius r = 0.1, spec C3). The loss is the
 sum of the replicas' losses, so each takes its own GD step. Step size (spec C2): η = lr·η_0 with
-η_0 = 1/Σ_l λ_l(‖μ_l‖_∞ + ‖Σ_l‖^{1/2})² (`step_rule = "theory"`) or η = lr (`step_rule = "fixed"`); ξ = 0
-(C10). Metrics: V_W (the spread of the R converged students, E4.1's success V_W ≤ 1e-3),
-‖W − W*‖_F (mean over replicas), the gradient norm (the linear-rate trajectory of E4.3–E4.4), and the
-average and group-2 risks on a Monte-Carlo test set per group drawn in `init`: the cross-entropy
-under the teacher's labels and the excess risk (KL to the teacher, spec C6). float32 (the engine's
-precision; the spec asks for float64, which only the windows of the rate fits feel: see the README).
+η_0 = 1/Σ_l λ_l(‖μ_l‖_∞ + ‖Σ_l‖^{1/2})² (`step_rule = "theory"`), η = lr (`"fixed"`), or η = lr/L̂_r
+with L̂_r the largest eigenvalue of ∇²f_n at replica r's W_0 (`"curvature"`: the classical 1/L step,
+the same O(·) rule with its constant measured instead of bounded); ξ = 0 (C10). Metrics: V_W (the
+spread of the R converged students, E4.1's success V_W ≤ 1e-3), ‖W − W*‖_F (mean over replicas),
+the gradient norm (the linear-rate trajectory of E4.3–E4.4), and the average and group-2 risks on a
+Monte-Carlo test set per group drawn in `init`: the cross-entropy under the teacher's labels and the
+excess risk (KL to the teacher, spec C6). Default dtypes: a sweep's `[train] precision = "float64"`
+makes it float64 (spec C4).
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ import optax
 
 from jaxmem.experiments import draws
 from jaxmem.experiments.interface import Costs, Experiment, size, static, traced
-from jaxmem.experiments.li_thesis import gmm, sigmoid_net
+from jaxmem.experiments.li_thesis import gmm, sigmoid_net, tensor_init
 
 TEACHERS = ("normal", "uniform")  # W* entries N(0, 1) (Sec 4.5.1) or U[−0.1, 0.1] (C.1.1)
-STEPS = ("theory", "fixed")
+STEPS = ("theory", "fixed", "curvature")
+INITS = ("local", "tensor")  # W* + r·G/‖G‖_F (Sec 4.5.1), or Subroutine 1 (C.1.1; every replica the same)
 FIELDS = {
     "d": static(int, "input dimension (Sec 4.5.1: 5)", 5, minimum=1),
     "K": static(int, "hidden neurons (Sec 4.5.1: 3)", 3, minimum=1),
@@ -39,9 +42,10 @@ FIELDS = {
     "cov": traced(str, "ΛᵀDΛ: the identity, or Fig 4.4's rotated D = diag(1, 1.1, ...)", "identity", gmm.COVARIANCES),
     "teacher": traced(str, "W* entries", "normal", TEACHERS),
     "init_radius": traced(float, "‖W_0 − W*‖_F of the local init (spec C3: 0.1)", 0.1, minimum=0.0),
-    "step_rule": traced(str, "η = lr·η_0 (spec C2) or η = lr", "theory", STEPS),
+    "init_mode": static(str, "local init near W*, or the tensor initialisation (Subroutine 1)", "local", INITS),
+    "step_rule": traced(str, "η = lr·η_0 (spec C2), η = lr, or η = lr/L̂ (L̂ = λ_max ∇²f_n(W_0))", "theory", STEPS),
 }
-DERIVED = {"eta0": traced(float, "η_0 = 1/Σ_l λ_l(‖μ_l‖_∞ + ‖Σ_l‖^{1/2})² (spec C2), or 1 (fixed step)")}
+DERIVED = {"eta0": traced(float, "η_0 = 1/Σ_l λ_l(‖μ_l‖_∞ + ‖Σ_l‖^{1/2})² (spec C2), or 1 (fixed, curvature)")}
 
 
 def resolve(config) -> dict:
@@ -69,8 +73,34 @@ def local_init(key, w_star, replicas: int, radius) -> jnp.ndarray:
     return w_star + radius * g / jnp.linalg.norm(g, axis=(1, 2), keepdims=True)
 
 
+def top_curvature(w, train, n) -> jnp.ndarray:
+    """L̂ = λ_max ∇²f_n(W): the largest eigenvalue of the full (dK × dK) Hessian."""
+    flat = jax.hessian(lambda v: empirical_risk(v.reshape(w.shape), train, n))(w.ravel())
+    return jnp.linalg.eigvalsh(flat)[-1]
+
+
+def step_scales(w, train, n, rule) -> jnp.ndarray:
+    """Per replica the factor on its gradient: 1/L̂_r for the curvature rule, else 1 (η_0 is in the
+    optimizer's step)."""
+    curvature = jax.vmap(top_curvature, (0, None, None))(w, train, n)
+    return jnp.where(rule == STEPS.index("curvature"), 1.0 / curvature, jnp.ones_like(curvature))
+
+
+def tensor_estimate(key, train, n, k: int, lam_rot, cfg) -> jnp.ndarray:
+    """W_0 of Subroutine 1 from the first n samples, with the mixture's own parameters (footnote 14:
+    they could be estimated by EM); symmetric (C.4) when μ_1 = −μ_2, Σ_1 = Σ_2 and λ = ½."""
+    d = lam_rot.shape[0]
+    means = jnp.stack([cfg["mu1"] * jnp.ones(d), cfg["mu2"] * jnp.ones(d)])
+    base = lam_rot.T @ jnp.diag(1.0 / gmm.spectrum(d, cfg["cov"])) @ lam_rot  # (ΛᵀDΛ)^{-1}
+    precisions = jnp.stack([base / cfg["sigma1"] ** 2, base / cfg["sigma2"] ** 2])
+    weights = jnp.stack([1.0 - cfg["lam2"], cfg["lam2"]])
+    symmetric = (cfg["mu1"] == -cfg["mu2"]) & (cfg["sigma1"] == cfg["sigma2"]) & (cfg["lam2"] == 0.5)
+    return tensor_init.estimate(key, train["x"], train["y"], n, k, means, precisions, weights, symmetric)
+
+
 def init(key, shape, dyn):
-    """Teacher, rotation Λ, training set, Monte-Carlo test points per group and the students."""
+    """Teacher, rotation Λ, training set, Monte-Carlo test points per group, the students and their
+    step factors."""
     d, k = shape["d"], shape["K"]
     w_star = teacher(jax.random.fold_in(key, 0), d, k, dyn["teacher"])
     (g_rot,) = draws.normal_matrices(jax.random.fold_in(key, 1), [(d, d)])
@@ -78,7 +108,10 @@ def init(key, shape, dyn):
     train = gmm.training_set(jax.random.fold_in(key, 2), shape["n"], d, w_star, lam_rot, dyn)
     test = gmm.group_samples(jax.random.fold_in(key, 3), shape["n_test"], d, lam_rot, dyn)
     w = local_init(jax.random.fold_in(key, 4), w_star, shape["replicas"], dyn["init_radius"])
-    return {"w": w}, {"train": train, "test": test, "w_star": w_star}
+    if shape["init_mode"] == "tensor":
+        w = jnp.broadcast_to(tensor_estimate(jax.random.fold_in(key, 5), train, dyn["n"], k, lam_rot, dyn), w.shape)
+    scales = step_scales(w, train, dyn["n"], dyn["step_rule"])
+    return {"w": w}, {"train": train, "test": test, "w_star": w_star, "step_scale": scales}
 
 
 def empirical_risk(w, train, n):
@@ -88,8 +121,10 @@ def empirical_risk(w, train, n):
 
 
 def loss(params, problem, shape, dyn, key=None):
-    """Σ over replicas of f_n(W_r): each replica gets its own full-batch gradient."""
-    return jnp.sum(jax.vmap(empirical_risk, (0, None, None))(params["w"], problem["train"], dyn["n"]))
+    """Σ over replicas of s_r·f_n(W_r): each replica gets its own full-batch gradient, scaled by its
+    step factor s_r (1/L̂_r for the curvature rule, else 1)."""
+    risks = jax.vmap(empirical_risk, (0, None, None))(params["w"], problem["train"], dyn["n"])
+    return jnp.sum(problem["step_scale"] * risks)
 
 
 def evaluate(params, problem, shape, dyn) -> dict:
@@ -114,7 +149,7 @@ def evaluate(params, problem, shape, dyn) -> dict:
 
 
 def optimizer(dyn):
-    """Full-batch GD (4.6) with η = lr·η_0."""
+    """Full-batch GD (4.6) with η = lr·η_0 (times the per-replica factor of `loss`)."""
     return optax.sgd(dyn["lr"] * dyn["eta0"])
 
 
@@ -134,5 +169,16 @@ EXPERIMENT = Experiment(
         params=lambda c: c["d"] * c["K"],
         flops_per_step=lambda c: 10.0 * c["n"] * c["d"] * c["K"] * c["replicas"],
     ),
-    same_problem_across=("n", "lam2", "mu1", "mu2", "sigma1", "sigma2", "init_radius", "step_rule", "replicas"),
+    same_problem_across=(
+        "n",
+        "lam2",
+        "mu1",
+        "mu2",
+        "sigma1",
+        "sigma2",
+        "init_radius",
+        "init_mode",
+        "step_rule",
+        "replicas",
+    ),
 )
