@@ -317,17 +317,21 @@ def final_eval_points(settings: Settings) -> list[dict]:
     return [dict(zip(names, combo)) for combo in itertools.product(*(values for _, values in settings.final_eval))]
 
 
+FINAL_EVAL_BATCH = 8  # test-time points evaluated at once per slot: bounds the program's memory
+
+
 def make_final_eval(exp: Experiment, shape: dict):
     """`final_eval(state, dyn, points) -> {metric: (slots, P)}`: every slot's current parameters
     evaluated at each of the P points (`points`: field -> (P,) traced values, replacing the run's own
-    value in `dyn`): test-time axes read off the trained model, never retrained."""
+    value in `dyn`), FINAL_EVAL_BATCH points at a time: test-time axes read off the trained model,
+    never retrained."""
 
     def one(params, problem, dyn, points):
         def at(point):
             metrics = exp.evaluate(params, problem, shape, {**dyn, **point})
             return {k: jnp.asarray(v, float) for k, v in metrics.items()}
 
-        return jax.vmap(at)(points)
+        return jax.lax.map(at, points, batch_size=FINAL_EVAL_BATCH)
 
     def final_eval(state: RunState, dyn: dict, points: dict):
         return jax.vmap(one, in_axes=(0, 0, 0, None))(state.params, state.problem, dyn, points)

@@ -26,6 +26,10 @@ SHIPPED = {  # name -> where its Experiment lives (imported on first use)
     "shallow_vit": "jaxmem.experiments.li_thesis.shallow_vit:EXPERIMENT",
     "gmm_imbalance": "jaxmem.experiments.li_thesis.gmm_imbalance:EXPERIMENT",
     "mha_heads": "jaxmem.experiments.deora24.mha_heads:EXPERIMENT",
+    "gt_node_classification": "jaxmem.experiments.li_thesis.gt_node_classification:EXPERIMENT",
+    "gcn_sampling": "jaxmem.experiments.li_thesis.gcn_sampling:EXPERIMENT",
+    "icl_transformer": "jaxmem.experiments.li_thesis.icl_transformer:EXPERIMENT",
+    "cot_transformer": "jaxmem.experiments.li_thesis.cot_transformer:EXPERIMENT",
 }
 
 

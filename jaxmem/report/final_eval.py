@@ -145,7 +145,7 @@ def final_eval_sections(
     if frame.empty or not axes:
         return []
     x = spec.x or axes[0]
-    shown = [m for m in (spec.metrics or metrics) if m in frame.columns]
+    shown = [m for m in (spec.metrics or metrics) if m in frame.columns and frame[m].notna().any()]
     written += write_table(frame, out_dir, "final_eval")
     written.append(plot_final_eval(out_dir / "final_eval.png", frame, [x] + [a for a in axes if a != x], shown))
     sections = [
