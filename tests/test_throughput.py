@@ -107,15 +107,9 @@ def test_giving_up_stops_failing_runs_and_keeps_every_verdict(searches):
     assert short.loc[~failed, kept].equals(full.loc[~failed, kept])
 
 
-class _NoStore:
-    def finished_runs(self):
-        return {}
-
-    def finished_searches(self):
-        return set()
-
-
 def _first_bucket(raw: dict, monkeypatch, compile_flops: float):
+    from jaxmem.cli.views import _NoStore
+
     monkeypatch.setitem(executor.COMPILE_FLOPS, "cpu", compile_flops)
     sweep = Sweep(parse(raw, "s"), Path("."), _NoStore(), Progress(quiet=True))
     sweep.refresh()
