@@ -92,3 +92,9 @@ def sphere_rows(gaussian: jax.Array, rows: jax.Array, dim: jax.Array) -> jax.Arr
     draw = jnp.where(block_mask(gaussian.shape, rows, dim), gaussian, 0.0)
     norms = jnp.linalg.norm(draw, axis=1, keepdims=True)
     return draw / jnp.where(norms > 0, norms, 1.0)
+
+
+def haar(gaussian):
+    """Haar-orthogonal matrices from Gaussian ones: Q of QR, sign-fixed by diag R (..., d, d)."""
+    q, r = jnp.linalg.qr(gaussian)
+    return q * jnp.sign(jnp.diagonal(r, axis1=-2, axis2=-1))[..., None, :]

@@ -21,7 +21,7 @@ import optax
 from jaxmem.experiments import draws
 from jaxmem.experiments.chen_li24 import inputs, model, student, teacher
 from jaxmem.experiments.interface import Costs, Experiment, host, size, static, traced
-from jaxmem.experiments.thrampoulidis24.ntp_linear import select_by_index
+from jaxmem.experiments.optimizers import select_by_index
 
 OPTIMIZERS = ("adam", "gd")
 STUDENTS = ("full", "random_features")

@@ -31,17 +31,11 @@ FIELDS = {  # the sampler's traced knobs (with m_T, a size, they are `sample`'s 
 }
 
 
-def haar(gaussian):
-    """Haar-orthogonal matrices from Gaussian ones: Q of QR, sign-fixed by diag R (m, d, d)."""
-    q, r = jnp.linalg.qr(gaussian)
-    return q * jnp.sign(jnp.diagonal(r, axis1=-2, axis2=-1))[..., None, :]
-
-
 def low_rank(gu, gv, rank):
     """U_r V_rᵀ/√r from the first `rank` (traced) columns of two Haar frames: ‖·‖_F = 1, effective rank r."""
     keep = jnp.arange(gu.shape[-1]) < rank
-    u = haar(gu) * keep
-    return jnp.einsum("mir,mjr->mij", u, haar(gv)) / jnp.sqrt(rank)
+    u = draws.haar(gu) * keep
+    return jnp.einsum("mir,mjr->mij", u, draws.haar(gv)) / jnp.sqrt(rank)
 
 
 def unit(m):
@@ -58,7 +52,7 @@ def projection(ga, gb, kind, rank):
     """Unit-norm projection matrices of W_KINDS[kind] (traced): Q/√d with Q Haar-orthogonal (r_W = d),
     G/‖G‖_F (r_W ≈ d/4), or rank `rank` (the MHA-like "lowrank_p" of §1.4)."""
     d = ga.shape[-1]
-    return jnp.select([kind == 0, kind == 1], [haar(ga) / jnp.sqrt(d), unit(ga)], low_rank(ga, gb, rank))
+    return jnp.select([kind == 0, kind == 1], [draws.haar(ga) / jnp.sqrt(d), unit(ga)], low_rank(ga, gb, rank))
 
 
 def check(config) -> list[str]:

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxmem.experiments.thrampoulidis24.ntp_linear import select_by_index
+from jaxmem.experiments.optimizers import select_by_index
 
 OPTIMIZERS = ("gd", "momentum", "adam")
 PAPER_ETA = {"gd": 1.0, "momentum": 0.1, "adam": 0.06}

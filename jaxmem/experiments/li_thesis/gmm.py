@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxmem.experiments import draws
-from jaxmem.experiments.chen_li24.teacher import haar
+from jaxmem.experiments.draws import haar
 from jaxmem.experiments.li_thesis import sigmoid_net
 
 COVARIANCES = ("identity", "rotated")

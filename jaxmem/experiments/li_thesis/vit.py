@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxmem.experiments import draws
-from jaxmem.experiments.chen_li24.teacher import haar
+from jaxmem.experiments.draws import haar
 
 
 def init(key, m: int, d: int, patterns: int, width, cfg) -> tuple[dict, jnp.ndarray]:

@@ -62,6 +62,7 @@ from jaxmem.experiments.interface import Costs, Experiment, HostRun, Reference, 
 from jaxmem.experiments.thrampoulidis24 import geometry as geo
 from jaxmem.experiments.thrampoulidis24 import reference as ref
 from jaxmem.experiments.thrampoulidis24.figures import instance_figure
+from jaxmem.experiments.optimizers import select_by_index
 
 OPTIMIZERS = ("gd", "ngd", "adam")
 PAPER_ETA = {"gd": 0.5, "ngd": 0.01, "adam": 0.01}  # spec §3.1 (App. A.2)
@@ -276,22 +277,6 @@ def normalize_by_global_norm(eps: float = 1e-30) -> optax.GradientTransformation
         return jax.tree.map(lambda g: g / jnp.maximum(norm, eps), updates), state
 
     return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
-
-
-def select_by_index(index, choices: tuple[optax.GradientTransformation, ...]) -> optax.GradientTransformation:
-    """Run every transformation in `choices` (each keeps its state) and return the update of
-    choices[index], `index` traced: a per-run optimiser choice inside one vmapped program."""
-
-    def init_fn(params):
-        return tuple(t.init(params) for t in choices)
-
-    def update_fn(updates, state, params=None):
-        outs = [t.update(updates, s, params) for t, s in zip(choices, state)]
-        pick = lambda *u: jnp.select([index == k for k in range(len(u))], list(u))  # noqa: E731
-        picked = jax.tree.map(pick, *[o[0] for o in outs])
-        return picked, tuple(o[1] for o in outs)
-
-    return optax.GradientTransformation(init_fn, update_fn)
 
 
 def optimizer(dyn) -> optax.GradientTransformation:
