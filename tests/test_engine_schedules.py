@@ -125,3 +125,19 @@ def test_the_report_reads_off_every_curve(budgets_and_final_eval):
         expected = stays_from(curve["N"].to_numpy(float), curve["loss"].to_numpy(float), 7.0, at_most=True)
         assert readoff.loc[run_id, "x_star"] == expected
     assert "smallest x with loss ≤ 7 from there on" in (budgets_and_final_eval / "report.md").read_text()
+
+
+def test_a_traced_searched_variable_shares_one_program(tmp_path):
+    """A search over a traced field (ntp_linear's support size) pads nothing: every probe runs in one
+    bucket's program."""
+    raw = {
+        "experiment": "ntp_linear",
+        "fixed": {"m": 8, "d": 8, "V": 6},
+        "train": {"steps": 32, "eval_every": 32, "learning_rates": [1.0]},
+        "search": {"variable": "support", "lo": 1, "hi": 5, "max_expand": 0},
+        "success": {"metric": "loss", "at_most": 100.0},
+    }
+    jaxmem.run(raw, tmp_path)
+    searches = load_results(tmp_path, "searches")
+    assert len(load_results(tmp_path, "compiles")) == 1
+    assert searches["capacity"].tolist() == [5.0] and searches["censored"].tolist() == ["above"]

@@ -298,7 +298,7 @@ class Sweep:
         config = self.exp.complete(config)
         config.update((name, max(config[name], floor)) for name, floor in self.size_floors.items())
         search = self.spec.search
-        if search is None:
+        if search is None or self.exp.fields[search.variable].kind != "size":  # a traced variable: no padding
             return bucket_of(self.exp, config, self.pad)
         if exact_variable:
             return bucket_of(self.exp, config, padder(self.spec.engine.pad_ratio, 1.0, (search.variable,)))
