@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import itertools
 from concurrent import futures
 from typing import Callable
 import json
@@ -45,7 +44,8 @@ from jaxmem.plan.runs import Run, make_run, point_id
 from jaxmem.plan.buckets import Bucket, bucket_of, padded_config, padder
 from jaxmem.driver.progress import Progress
 from jaxmem.driver.resume import PLANNED, Found, inflight, planned
-from jaxmem.engine.program import Settings, log_schedule
+from jaxmem.engine.program import Settings, final_eval_points, log_schedule
+from jaxmem.report.capacity.fit import fit_power_law
 from jaxmem.report.from_store import report
 from jaxmem.persistence.shards import merge_shards
 from jaxmem.spec.sweep import SweepSpec, run_budget
@@ -162,8 +162,7 @@ class Sweep:
         for name, values in spec.final_eval:  # a test-time size is padded to hold its largest value
             if self.exp.fields[name].kind == "size":
                 self.size_floors[name] = max(self.size_floors.get(name, 0), *values)
-        names = [name for name, _ in spec.final_eval]
-        self.final_points = [dict(zip(names, c)) for c in itertools.product(*(v for _, v in spec.final_eval))]
+        self.final_points = final_eval_points(spec.final_eval)
         self.earlier = law_chains(spec, self.mine, part)
         self.seeded_noted: set[str] = set()
 
@@ -612,13 +611,12 @@ def law_chains(spec: SweepSpec, units: list[Unit], part: tuple[int, int]) -> dic
 
 def power_law_at(known: list[tuple[float, float]], x: float) -> float:
     """The least-squares power law y = a·x^b through the (x, y) pairs with finite positive y, at `x`;
-    NaN with fewer than two such pairs."""
-    pairs = [(math.log(px), math.log(py)) for px, py in known if math.isfinite(py) and py > 0 and px > 0]
-    if len({px for px, _ in pairs}) < 2:
+    NaN with fewer than two distinct such x."""
+    pairs = [(px, py) for px, py in known if math.isfinite(py) and py > 0 and px > 0]
+    if not pairs:
         return math.nan
-    mx, my = (sum(v) / len(pairs) for v in zip(*pairs))
-    slope = sum((px - mx) * (py - my) for px, py in pairs) / sum((px - mx) ** 2 for px, _ in pairs)
-    return math.exp(my + slope * (math.log(x) - mx))
+    slope, intercept = fit_power_law(*zip(*pairs))
+    return math.exp(intercept + slope * math.log(x))
 
 
 @contextlib.contextmanager

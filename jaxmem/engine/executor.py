@@ -123,7 +123,7 @@ def compile_program(exp: Experiment, bucket: Bucket, settings: Settings, slots: 
     compiled = jax.jit(program, donate_argnums=0).lower(state, *args).compile()
     final, points = None, None
     if settings.final_eval:
-        rows = final_eval_points(settings)
+        rows = final_eval_points(settings.final_eval)
         points = {k: np.asarray([r[k] for r in rows], dyn[k].dtype) for k in rows[0]}
         final = jax.jit(make_final_eval(exp, bucket.shape_dict)).lower(state, args[0], points).compile()
     seconds = time.perf_counter() - start

@@ -115,6 +115,11 @@ def batch_key(key: jax.Array, step: jax.Array) -> jax.Array:
     return jax.random.fold_in(jax.random.fold_in(key, BATCH_STREAM), step)
 
 
+def evaluated(exp: Experiment, params, problem, shape: dict, dyn: dict) -> dict:
+    """The experiment's metrics of one run, in the default float type (as the engine records them)."""
+    return {k: jnp.asarray(v, float) for k, v in exp.evaluate(params, problem, shape, dyn).items()}
+
+
 def block_length(settings: Settings, step: jax.Array):
     """Steps from `step` to the next evaluation: `eval_every`, or on a log schedule the distance to
     the next scheduled step (at least 1: a run past the schedule's end is done and frozen anyway)."""
@@ -144,7 +149,7 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
     flow = settings.integrator == "gradient_flow"
 
     def evaluate(params, problem, dyn, opt_state):
-        metrics = {k: jnp.asarray(v, float) for k, v in exp.evaluate(params, problem, shape, dyn).items()}
+        metrics = evaluated(exp, params, problem, shape, dyn)
         if flow:  # the solver's accepted steps so far (its effort: stiffness, tolerance)
             metrics["solver_steps"] = opt_state["solver_steps"].astype(float)
         return metrics
@@ -311,10 +316,11 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
     return segment, init_all
 
 
-def final_eval_points(settings: Settings) -> list[dict]:
-    """The points of the test-time axes' product, as {field: traced value}, in spec order."""
-    names = [name for name, _ in settings.final_eval]
-    return [dict(zip(names, combo)) for combo in itertools.product(*(values for _, values in settings.final_eval))]
+def final_eval_points(axes: tuple[tuple[str, tuple], ...]) -> list[dict]:
+    """The points of the test-time axes' product ((field, values) pairs, e.g. `Settings.final_eval`),
+    as {field: value}, in spec order."""
+    names = [name for name, _ in axes]
+    return [dict(zip(names, combo)) for combo in itertools.product(*(values for _, values in axes))]
 
 
 FINAL_EVAL_BATCH = 8  # test-time points evaluated at once per slot: bounds the program's memory
@@ -328,8 +334,7 @@ def make_final_eval(exp: Experiment, shape: dict):
 
     def one(params, problem, dyn, points):
         def at(point):
-            metrics = exp.evaluate(params, problem, shape, {**dyn, **point})
-            return {k: jnp.asarray(v, float) for k, v in metrics.items()}
+            return evaluated(exp, params, problem, shape, {**dyn, **point})
 
         return jax.lax.map(at, points, batch_size=FINAL_EVAL_BATCH)
 

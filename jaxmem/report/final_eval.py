@@ -17,6 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from jaxmem.report.capacity.fit import fit_power_law  # noqa: E402
 from jaxmem.report.files import write_csv, write_table  # noqa: E402
 from jaxmem.spec.report_tables import FinalEvalSpec, Readoff  # noqa: E402
 
@@ -37,10 +38,9 @@ def curves(frame: pd.DataFrame, x: str, metric: str, by: list[str]) -> pd.DataFr
     return grouped.agg(["median", "min", "max", "count"]).reset_index()
 
 
-def plot_final_eval(path: Path, frame: pd.DataFrame, axes: list[str], metrics: list[str]) -> Path:
-    """final_eval.png: one panel per metric, x = the first test-time axis (log-scaled when it spans
+def plot_final_eval(path: Path, frame: pd.DataFrame, x: str, metrics: list[str]) -> Path:
+    """final_eval.png: one panel per metric against the test-time axis `x` (log-scaled when it spans
     more than a decade of positive values)."""
-    x = axes[0]
     by = settings_of(frame, x, metrics)
     columns = min(COLUMNS, len(metrics))
     rows = math.ceil(len(metrics) / columns)
@@ -97,7 +97,7 @@ def readoff_table(frame: pd.DataFrame, x: str, readoff: Readoff, axes: list[str]
 def power_slope(x: np.ndarray, y: np.ndarray) -> float:
     """Least-squares slope of ln y against ln x over the finite positive pairs; NaN with fewer than two."""
     keep = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
-    return float(np.polyfit(np.log(x[keep]), np.log(y[keep]), 1)[0]) if len(set(x[keep])) >= 2 else math.nan
+    return fit_power_law(x[keep], y[keep])[0]
 
 
 def readoff_summary(table: pd.DataFrame, readoff: Readoff, settings: list[str]) -> tuple[pd.DataFrame, list[dict]]:
@@ -147,7 +147,7 @@ def final_eval_sections(
     x = spec.x or axes[0]
     shown = [m for m in (spec.metrics or metrics) if m in frame.columns and frame[m].notna().any()]
     written += write_table(frame, out_dir, "final_eval")
-    written.append(plot_final_eval(out_dir / "final_eval.png", frame, [x] + [a for a in axes if a != x], shown))
+    written.append(plot_final_eval(out_dir / "final_eval.png", frame, x, shown))
     sections = [
         "## Test-time axes",
         f"Each finished run's final parameters evaluated at every point of {' × '.join(axes)} "

@@ -302,18 +302,23 @@ def _unknown_sections(raw: dict) -> list[str]:
     return problems
 
 
+def config_names(merged: dict, exp: Experiment, search) -> set[str]:
+    """The names a run's config holds: the experiment's fields, the fixed, grid and derived names
+    (helper axes included) and the searched variable."""
+    tables = [merged.get(k) for k in ("fixed", "grid", "derived")]
+    return set(exp.fields).union(*(t for t in tables if isinstance(t, dict)), {search.variable} if search else ())
+
+
 def _report_context(merged: dict, exp: Experiment | None, train, search) -> report_tables.Context:
     """What the report tables may name: a run's config fields (the experiment's, the helper axes and
     the searched variable) and recorded metrics; and their defaults from [train] and [search]."""
     defaults = dict(early_stop=train.early_stop if train else None, goal=search.goal if search else "largest")
     if exp is None:
         return report_tables.Context(**defaults)
-    tables = [merged.get(k) for k in ("fixed", "grid", "derived")]
-    config = set(exp.fields).union(*(t for t in tables if isinstance(t, dict)))
     gradient_flow = train is not None and train.integrator == "gradient_flow"
     metrics = exp.metrics + (("solver_steps",) if gradient_flow else ())  # the ODE solver's, jaxmem.engine.program
     return report_tables.Context(
-        config=frozenset(config | ({search.variable} if search else set())),
+        config=frozenset(config_names(merged, exp, search)),
         metrics=frozenset(metrics),
         variable=search.variable if search else None,
         **defaults,
@@ -521,8 +526,7 @@ def _largest_budget(expression: str, points, search: SearchSpec | None, train: T
 
 def _check_budget_names(expression: str, merged: dict, exp: Experiment, search, problems) -> None:
     """A step expression names only fields, grid/fixed/derived names and the searched variable."""
-    tables = [merged.get(k) for k in ("fixed", "grid", "derived")]
-    known = set(exp.fields).union(*(t for t in tables if isinstance(t, dict)), {search.variable} if search else ())
+    known = config_names(merged, exp, search)
     try:
         unknown = sorted(expr.names_in(expression) - known)
     except expr.ExpressionError as err:
