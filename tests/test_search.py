@@ -4,7 +4,7 @@ import math
 import random
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from jaxmem.driver import search
@@ -128,6 +128,7 @@ def test_verified_expansion_finds_capacity_within_reach(lo, width, k, max_expand
 @given(
     bounds=bounds, frac=st.floats(0, 1), k=st.integers(1, 8), resolution=st.sampled_from([0.005, 0.01, 0.05, 0.1, 0.5])
 )
+@example(bounds=(330, 2038), frac=0.041015625, k=1, resolution=0.005)  # 402/400 == 1.005 exactly: the rule's edge
 def test_verified_with_resolution_brackets_the_threshold(bounds, frac, k, resolution):
     lo, hi = bounds
     c = lo + int(frac * (hi - 1 - lo)) if hi > lo else lo
@@ -137,7 +138,7 @@ def test_verified_with_resolution_brackets_the_threshold(bounds, frac, k, resolu
     cap, fail = int(b.capacity), int(b.first_failure)
     assert cap <= c < fail
     assert tested[cap] is True and tested[fail] is False  # verified: both ends were run
-    assert fail - cap <= 1 or fail <= cap * (1 + resolution)
+    assert fail - cap <= 1 or fail / cap <= 1 + resolution  # the stopping rule as documented: hi/lo <= 1 + resolution
 
 
 @FAST
