@@ -67,7 +67,14 @@ def test_the_report_renders_every_table_from_measurements():
         for mode in ("one program", "default slots")
     ] + [{"N": n, "mode": "(b)", "timed": _timed("(b)", 4, 0.5)} for n in scaling.sizes]
     args = argparse.Namespace(quick=True)
-    text = S.render({"cpu": "x"}, [(0.1, 0.2, 0.3)] * 2, 100.0, [result], cells, scaling, args, 1.0)
+    cpu = {"usable cores": 2, "device": "cpu x1 (cpu)"}
+    text = S.render(cpu, [(0.1, 0.2, 0.3)] * 2, 100.0, [result], cells, scaling, args, 1.0)
     for heading in ("## Machine", "### assoc_memory", "## Scaling", "## Reading the tables"):
         assert heading in text
     assert "(b) takes 2.00× and (c) 3.00× jaxmem's run time" in text
+    largest = max(scaling.runs)  # (b): 0.5 s for 4 runs; one program: 0.1·R + 0.2 s for R runs
+    per_run = 1e3 * (0.1 * largest + 0.2) / largest
+    assert f"Wall time per run at R = {largest}: {per_run:.2f} ms against (b)'s 125.00 ms" in text
+    assert "keeps the 2-core CPU busy" in text
+    gpu = S.render({**cpu, "device": "gpu x1 (NVIDIA H200)"}, [(0.1,) * 3] * 2, 1e5, [result], cells, scaling, args, 1)
+    assert "On the GPU (NVIDIA H200)" in gpu and "CPU" not in gpu.split("## Reading the tables")[1]
