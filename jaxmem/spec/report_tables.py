@@ -28,6 +28,9 @@ is every expression: it must parse, and use only the names the report will bind 
                 table); {x, x_label, group_by, y_scale}: x an expression of the config (default: the
                 [report] x), one panel per group_by combination (default: [report] group_by), y_scale "log"
                 (default) or "linear". Off unless the table is given.
+    relation    any sweep: a per-run quantity (or a search's answer) against an expression of the config,
+                with medians per x, a linear or power fit, Spearman ρ and a U-shape check; a table or a list
+                of tables, see jaxmem.spec.report_relations
     heatmap, trajectory, final_eval   the tables below
 
 [report.final_eval] (sweeps with test-time axes, `[final_eval]`; every key optional):
@@ -157,6 +160,7 @@ from collections.abc import Callable
 import numpy as np
 
 from jaxmem.spec.expr import ExpressionError, evaluate
+from jaxmem.spec.report_relations import RELATION_KEYS, Relation, read_relation, y_names
 from jaxmem.spec.tables import (
     METRIC,
     Table,
@@ -180,7 +184,7 @@ DEFAULT_TOLERANCE = 0.1
 LINE_POINTS = 100
 
 REPORT_KEYS = ("title", "x", "x_label", "fit", "guide", "group_by", "expect_slope", "collapse", "references")
-REPORT_KEYS += ("fit_linear", "ratio", "success_map", "heatmap", "trajectory", "final_eval")
+REPORT_KEYS += ("fit_linear", "ratio", "success_map", "heatmap", "trajectory", "final_eval", "relation")
 FINAL_EVAL_KEYS = ("x", "metrics", "readoff")
 READOFF_KEYS = ("metric", "at_most", "at_least", "against", "label", "expect_slope")
 GUIDE_KEYS = ("expr", "label")
@@ -614,6 +618,7 @@ class ReportSpec:
     heatmap: HeatmapSpec | None = None
     trajectory: TrajectorySpec = dataclasses.field(default_factory=TrajectorySpec)
     final_eval: FinalEvalSpec = dataclasses.field(default_factory=FinalEvalSpec)
+    relations: tuple[Relation, ...] = ()
     search_goal: str = "largest"  # not a key: [search] goal, for the capacity section's wording
 
 
@@ -645,8 +650,16 @@ def read_report(value, problems: list[str], context: Context = Context()) -> Rep
         heatmap=read_heatmap(t.data["heatmap"], problems, context) if "heatmap" in t.data else None,
         trajectory=read_trajectory(t.data.get("trajectory", {}), problems, context),
         final_eval=read_final_eval(t.data.get("final_eval", {}), problems, context),
+        relations=_relations(t, context),
         search_goal=context.goal,
     )
+
+
+def _relations(parent: Table, context: Context) -> tuple[Relation, ...]:
+    """`[[report.relation]]` (jaxmem.spec.report_relations)."""
+    y_allowed = y_names(context.run, context.metrics, bool(context.searched_sweep))
+    tables = parent.tables("relation", RELATION_KEYS, single=True)
+    return tuple(r for r in (read_relation(t, context.run, y_allowed) for t in tables) if r is not None)
 
 
 def read_final_eval(value, problems: list[str], context: Context) -> FinalEvalSpec:

@@ -78,6 +78,7 @@ FIELDS = {
     "loo": static(bool, "train the n leave-one-out replicas alongside (Lemma 11)", False),
     "hessian": static(str, "λ_min of ∇²L̂: none | lanczos | dense", "none", ("none", "lanczos", "dense")),
     "lanczos_iters": static(int, "Lanczos iterations (HVPs) per evaluation", 40, minimum=2),
+    "ntk_iters": static(int, "Frank–Wolfe iterations for the NTK max-margin at θ̃₀ (0 = off)", 0, minimum=0),
 }
 DATA_FIELDS = ("data", "n_test", "T", "d", "M", "relevant", "S", "sigma", "reject_margin")
 SAME_PROBLEM_ACROSS = tuple(n for n in FIELDS if n not in DATA_FIELDS)  # one seed: the same data for every H,
@@ -188,8 +189,21 @@ def init(key, shape, dyn):
         "theta0": theta0,
         "alpha": alpha,
         "probe": probe(jax.random.fold_in(key, 5), counts, shape),
+        "ntk": ntk_max_margin(theta0, train, counts, scale, shape),
     }
     return params, problem
+
+
+def ntk_max_margin(theta0, train, counts, scale, shape) -> dict:
+    """The NTK max-margin at θ̃₀ per unit ‖θ̃⋆‖ and its duality gap (theory.max_margin, §5.9; NaN when
+    ntk_iters = 0). §5.9's γ_NTK (‖θ̃⋆‖ = √2, like ntk_margin) is √2 times it. At θ̃₀ = 0 the NTK is the
+    mean-pooling linear model's (∇_W Φ̃ = 0, E11), so this is that model's max U-normalised margin: the
+    large-H limit of `margin` under constant-η GD (RT-18)."""
+    if shape["ntk_iters"] == 0:
+        return {"margin": real(jnp.nan), "gap": real(jnp.nan)}
+    features = theory.ntk_features(theta0, train["X"], train["y"], counts, scale)
+    margin, gap = theory.max_margin(features, train["weights"] > 0, shape["ntk_iters"])
+    return {"margin": margin, "gap": gap}
 
 
 def probe(key, counts, shape) -> dict:
@@ -342,6 +356,8 @@ def evaluate(params, problem, shape, dyn) -> dict:
         "n_gap": n * (test_loss - L),
         "n_loo": n * stability,
         "gd_ascent": real(empirical_loss(descended, train["X"], train["y"], w, counts, scale) > L),
+        "ntk_max_margin": problem["ntk"]["margin"],
+        "ntk_max_margin_gap": problem["ntk"]["gap"],
         **theorem_checks(p, problem, shape, dyn, L, moved),
     }
 
@@ -373,6 +389,8 @@ METRICS = (
     "n_gap",
     "n_loo",
     "gd_ascent",
+    "ntk_max_margin",
+    "ntk_max_margin_gap",
     "ntk_margin",
     "b_phi",
     "target_loss",

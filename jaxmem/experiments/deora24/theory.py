@@ -65,3 +65,37 @@ def realizability(theta0, direction, train, counts, scale, eps) -> dict:
 def thm1_bound(target_loss, distance_sq, eta, K) -> jax.Array:
     """Thm 1: L̂(θ_K) ≤ 2 L̂(θ) + 5‖θ − θ₀‖²/(4ηK) for a target θ (here θ̃(1/K))."""
     return 2 * target_loss + 5 * distance_sq / (4 * eta * K)
+
+
+def ntk_features(theta0, X, y, counts, scale) -> jax.Array:
+    """ψ_i = y_i ∇_θ̃ Φ̃(X_i; θ̃₀) (§5.9 P3), flattened to (n, p) over the groups' parameters. A group of
+    counts_g identical heads contributes ∂Φ̃/∂θ_g / √counts_g: the max-margin direction is the same on every
+    head of a group (averaging a direction over the group keeps its margins and does not raise its norm),
+    and for such a direction ⟨∇Φ̃, θ̃⋆⟩ and ‖θ̃⋆‖ are those of these features (padded groups: zero)."""
+    jac = jax.jacrev(lambda p: output(p, X, counts, scale))(theta0)
+    per_group = jax.lax.rsqrt(jnp.maximum(counts, 1.0)) * (counts > 0)
+    blocks = [(jac[k] * per_group[None, :, None, None]).reshape(X.shape[0], -1) for k in ("U", "W")]
+    return y[:, None] * jnp.concatenate(blocks, axis=1)
+
+
+def max_margin(features, active, iters: int) -> tuple[jax.Array, jax.Array]:
+    """max_{‖v‖=1} min_i ⟨ψ_i, v⟩ over the active rows (§5.9: the minimum-norm point x = Σ λ_i ψ_i of their
+    convex hull, λ on the simplex) by pairwise Frank–Wolfe with exact line search on the Gram matrix.
+    Returns the margin of the direction x/‖x‖ (a lower bound) and the duality gap ‖x‖ − margin (the
+    max-margin lies between; it is ≤ 0, i.e. not separable, when the hull holds the origin)."""
+    K = features @ features.T
+
+    def pairwise_step(_, lam):
+        scores = K @ lam  # ⟨ψ_i, x⟩
+        toward = jnp.argmin(jnp.where(active, scores, jnp.inf))
+        away = jnp.argmax(jnp.where(lam > 0, scores, -jnp.inf))
+        curvature = K[toward, toward] + K[away, away] - 2 * K[toward, away]
+        step = jnp.clip((scores[away] - scores[toward]) / jnp.maximum(curvature, 1e-300), 0.0, lam[away])
+        return lam.at[toward].add(step).at[away].add(-step)
+
+    start = jax.nn.one_hot(jnp.argmax(active), K.shape[0], dtype=K.dtype)
+    lam = jax.lax.fori_loop(0, iters, pairwise_step, start)
+    scores = K @ lam
+    norm = jnp.sqrt(jnp.maximum(lam @ scores, 0.0))
+    margin = jnp.min(jnp.where(active, scores, jnp.inf)) / jnp.maximum(norm, 1e-300)
+    return margin, norm - margin

@@ -1,0 +1,225 @@
+"""`[[report.relation]]` (jaxmem.spec.report_relations): a per-run quantity against an expression of
+the config. Per group and x value: the rows, how many lack a value, and the median, quartiles and
+min–max of y. Then a fit over the finite medians, Spearman ρ over every row, and whether the smallest
+median is interior. Writes relations.csv, relation_fits.csv and relations.png, and returns report.md's
+section.
+
+A row without a value is a run whose threshold was never reached, or a search censored outside its
+range. With `missing = "drop"` it is left out. With "high" or "low" it ranks above or below every value
+(+∞ or −∞ in ρ and the quantiles, so a median can be infinite); the fit still uses finite medians only.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from jaxmem.report.capacity.linear import fit_line
+from jaxmem.report.expressions import row_values
+from jaxmem.report.files import write_csv
+from jaxmem.report.relations_plot import plot_relations
+from jaxmem.report.text import group_labels, markdown_table, mean_std, number
+from jaxmem.spec.report_relations import Relation
+
+FILL = {"high": math.inf, "low": -math.inf}
+MISSING_WORDS = {"drop": "left out", "high": "ranked above every value", "low": "ranked below every value"}
+
+
+def relation_rows(relation: Relation, runs: pd.DataFrame, searches: pd.DataFrame) -> pd.DataFrame:
+    """One row per run (per search when y uses `capacity`): group, x, and y (NaN: no value)."""
+    frame = runs
+    if relation.over_searches:
+        frame = searches.assign(capacity=searches["capacity"].where(searches["censored"].fillna("") == ""))
+    if frame.empty:
+        return pd.DataFrame(columns=["group", "x", "y"])
+    x, y = row_values(relation.x, frame), row_values(relation.y, frame)
+    return pd.DataFrame({"group": group_labels(frame, list(relation.group_by)), "x": x, "y": y})
+
+
+def ranked(y: pd.Series, missing: str) -> np.ndarray:
+    """The values that count: NaN left out ("drop") or put at ±∞ ("high", "low")."""
+    return y.fillna(FILL[missing]).to_numpy(float) if missing in FILL else y.dropna().to_numpy(float)
+
+
+def quartiles(y: np.ndarray) -> list[float]:
+    """q25, median, q75: interpolated between finite values; order statistics once a value is ±∞
+    (interpolating towards an infinity means nothing); NaN without values."""
+    if not y.size:
+        return [math.nan] * 3
+    return list(np.quantile(y, [0.25, 0.5, 0.75], method="linear" if np.isfinite(y).all() else "inverted_cdf"))
+
+
+def cell(value: float) -> str:
+    """A table cell: ∞ / −∞ for a missing value that ranks, else the number."""
+    return ("∞" if value > 0 else "−∞") if math.isinf(value) else number(value)
+
+
+def per_x(rows: pd.DataFrame, missing: str) -> pd.DataFrame:
+    """Per group and x: rows, missing (no value), and the median, q25, q75, min, max of the values that
+    count (`ranked`)."""
+    out = []
+    for (group, x), part in rows.groupby(["group", "x"], sort=True):
+        y = ranked(part["y"], missing)
+        quantiles = quartiles(y)
+        low, high = (y.min(), y.max()) if y.size else (math.nan, math.nan)
+        out.append(
+            [group, x, len(part), int(part["y"].isna().sum()), quantiles[1], quantiles[0], quantiles[2], low, high]
+        )
+    return pd.DataFrame(out, columns=["group", "x", "rows", "missing", "median", "q25", "q75", "min", "max"])
+
+
+def fitted(relation: Relation, medians: pd.DataFrame) -> dict:
+    """The fit over the finite medians (positive ones, and positive x, for a power law): fit_line's a, b,
+    their standard errors, R² and n; {} with fit = "none"."""
+    if relation.fit == "none":
+        return {}
+    x, y = medians["x"].to_numpy(float), medians["median"].to_numpy(float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    if relation.fit == "power":
+        keep &= (x > 0) & (y > 0)
+        return fit_line(np.log(x[keep]), np.log(y[keep]))
+    return fit_line(x[keep], y[keep])
+
+
+def spearman(rows: pd.DataFrame, missing: str) -> float:
+    """ρ(x, y) over the rows that count (`ranked`); NaN with fewer than 3 or a constant side."""
+    part = rows if missing in FILL else rows.dropna(subset=["y"])
+    x, y = part["x"].to_numpy(float), ranked(part["y"], missing)
+    if len(y) < 3 or np.unique(x).size < 2 or np.unique(y).size < 2:
+        return math.nan
+    return float(stats.spearmanr(x, y).statistic)
+
+
+def interior_minimum(medians: pd.DataFrame) -> bool | None:
+    """Whether the smallest finite median (x ascending) lies strictly inside the x range; None with
+    fewer than 3 finite medians."""
+    finite = medians[np.isfinite(medians["median"].to_numpy(float))].sort_values("x")
+    if len(finite) < 3:
+        return None
+    where = int(np.argmin(finite["median"].to_numpy(float)))
+    return 0 < where < len(finite) - 1
+
+
+def verdicts(relation: Relation, fit: dict, rho: float, interior: bool | None) -> dict:
+    """PASS (True) / FAIL (False) per expectation the relation states; None where it states none."""
+    slope, r2 = fit.get("b", math.nan), fit.get("r2", math.nan)
+    sign = {"increasing": 1, "decreasing": -1}.get(relation.rank)
+    return {
+        "slope_pass": None
+        if relation.expect_slope is None
+        else bool(relation.expect_slope[0] <= slope <= relation.expect_slope[1]),
+        "r2_pass": None if relation.min_r2 is None else bool(r2 >= relation.min_r2),
+        "rank_pass": None if sign is None else bool(math.isfinite(rho) and sign * rho >= relation.min_rank),
+        "minimum_pass": None if relation.minimum is None else bool(interior),
+    }
+
+
+def summarise(relation: Relation, rows: pd.DataFrame) -> tuple[pd.DataFrame, list[dict]]:
+    """The per-x table and, per group, the fit, ρ, the interior-minimum check and the verdicts."""
+    table = per_x(rows, relation.missing)
+    fits = []
+    for group, medians in table.groupby("group", sort=True):
+        fit, rho = fitted(relation, medians), spearman(rows[rows["group"] == group], relation.missing)
+        interior = interior_minimum(medians)
+        fits.append(
+            {
+                "group": group,
+                **fit,
+                "spearman": rho,
+                "interior_minimum": interior,
+                **verdicts(relation, fit, rho, interior),
+            }
+        )
+    return table, fits
+
+
+def expectations(relation: Relation, result: dict) -> str:
+    """e.g. "b in [0.5, 2]: PASS; ρ ≥ 0.8: FAIL"; "–" without expectations."""
+    word = lambda ok: f"**{'PASS' if ok else 'FAIL'}**"  # noqa: E731
+    parts = []
+    if result["slope_pass"] is not None:
+        lo, hi = relation.expect_slope
+        parts.append(f"b in [{number(lo)}, {number(hi)}]: {word(result['slope_pass'])}")
+    if result["r2_pass"] is not None:
+        parts.append(f"R² ≥ {number(relation.min_r2)}: {word(result['r2_pass'])}")
+    if result["rank_pass"] is not None:
+        side = "≥ " if relation.rank == "increasing" else "≤ −"
+        parts.append(f"ρ {side}{number(relation.min_rank)}: {word(result['rank_pass'])}")
+    if result["minimum_pass"] is not None:
+        parts.append(f"interior minimum: {word(result['minimum_pass'])}")
+    return "; ".join(parts) or "–"
+
+
+def law(relation: Relation) -> str:
+    """The fitted law in words."""
+    if relation.fit == "power":
+        return f"ln({relation.y_label}) = a + b · ln({relation.x_label})"
+    return f"{relation.y_label} = a + b · {relation.x_label}"
+
+
+def relation_section(relation: Relation, table: pd.DataFrame, fits: list[dict]) -> str:
+    """report.md's lines of one relation: the per-x table and one line per group."""
+    grouped = bool(relation.group_by)
+    headers = (["group"] if grouped else []) + [relation.x_label, "rows", "no value", "median", "25–75 %", "min–max"]
+    body = [
+        ([r.group] if grouped else [])
+        + [
+            number(r.x),
+            r.rows,
+            r.missing,
+            cell(r.median),
+            f"{cell(r.q25)} – {cell(r.q75)}",
+            f"{cell(r.min)} – {cell(r.max)}",
+        ]
+        for r in table.itertuples(index=False)
+    ]
+    missing = MISSING_WORDS[relation.missing]
+    lines = [f"### {relation.label}", "", f"y = {relation.y}; x = {relation.x}; rows without a value {missing}.", ""]
+    lines += [markdown_table(headers, body), ""]
+    for f in fits:
+        where = f"{f['group']}: " if grouped else ""
+        fit = ""
+        if "b" in f:
+            a, b, r2 = mean_std(f["a"], f["a_se"], 3), mean_std(f["b"], f["b_se"], 3), number(f["r2"], 4)
+            fit = f"{law(relation)}: a = {a}, b = {b}, R² = {r2} over {f['n']} medians; "
+        shape = (
+            ""
+            if f["interior_minimum"] is None
+            else f"; smallest median {'inside' if f['interior_minimum'] else 'at an end of'} the x range"
+        )
+        lines.append(
+            f"- {where}{fit}Spearman ρ = {number(f['spearman'], 3)}{shape}. Expected: {expectations(relation, f)}"
+        )
+    return "\n".join(lines)
+
+
+def relation_sections(
+    out_dir: Path, relations: tuple[Relation, ...], runs: pd.DataFrame, searches: pd.DataFrame, written: list[Path]
+) -> list[str]:
+    """Write relations.csv, relation_fits.csv and relations.png; return report.md's section (nothing
+    without relations or rows)."""
+    results = []
+    for relation in relations:
+        rows = relation_rows(relation, runs, searches)
+        if not rows.empty:
+            results.append((relation, *summarise(relation, rows)))
+    if not results:
+        return []
+    written.append(
+        write_csv(
+            pd.concat([t.assign(relation=r.label) for r, t, _ in results], ignore_index=True), out_dir / "relations.csv"
+        )
+    )
+    fit_rows = [{"relation": r.label, "fit": r.fit, **f} for r, _, fits in results for f in fits]
+    written.append(write_csv(pd.DataFrame(fit_rows), out_dir / "relation_fits.csv"))
+    written.append(plot_relations(out_dir / "relations.png", results))
+    intro = (
+        "## Relations\n\nPer x value the median, quartiles and min–max over runs (searches, for a capacity). "
+        "The fit is over the finite medians and Spearman ρ over every row: relations.csv, relation_fits.csv, "
+        "relations.png."
+    )
+    return [intro] + [relation_section(r, t, fits) for r, t, fits in results]

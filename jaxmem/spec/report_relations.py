@@ -1,0 +1,100 @@
+"""`[[report.relation]]`: a per-run quantity against an expression of the config, for any sweep.
+
+    [[report.relation]]
+    x = "1/alpha"                 # an expression of the config (and lr, seed)
+    y = "steps_to_threshold"      # an expression of a run's columns (below)
+    fit = "linear"                # "linear" y = a + b·x (default), "power" ln y = a + b·ln x, "none"
+    group_by = ["H"]              # one line, fit and rank test per combination (default: one)
+    expect_slope = [0.5, 2]       # the fitted b passes inside [lo, hi]
+    min_r2 = 0.9                  # and R² at least this
+    rank = "increasing"           # Spearman ρ(x, y) over every run must have this sign ...
+    min_rank = 0.8                # ... and |ρ| at least this (default 0.8)
+    minimum = "interior"          # the smallest per-x median lies strictly inside the x range (a U-shape)
+    missing = "high"              # a run without a value ranks above ("high") or below ("low") every
+                                  # value, or is left out ("drop", the default)
+    label, x_label, y_label       # names in report.md and relations.png
+
+y's names: the config fields, lr, seed, the run's final metrics (`final_<metric>`), `max_metric`
+(the judged metric's best evaluation), `final_metric`, `final_loss`, `steps_run`, `steps_to_threshold`
+(empty when the threshold was never reached) and `wall_time_s`; in a search sweep `capacity` instead
+(one row per search: its answer, missing when censored), with the config and seed of its point.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from jaxmem.spec.tables import Table, choice, field_names, formula, names_of, number, pair, text
+
+RELATION_KEYS = ("x", "y", "fit", "group_by", "expect_slope", "min_r2", "rank", "min_rank", "minimum", "missing")
+RELATION_KEYS += ("label", "x_label", "y_label")
+RUN_QUANTITIES = frozenset(
+    {"max_metric", "final_metric", "final_loss", "steps_run", "steps_to_threshold", "wall_time_s"}
+)
+SEARCH_QUANTITY = "capacity"
+DEFAULT_MIN_RANK = 0.8
+
+
+@dataclasses.dataclass(frozen=True)
+class Relation:
+    x: str
+    y: str
+    label: str
+    x_label: str
+    y_label: str
+    fit: str = "linear"
+    group_by: tuple[str, ...] = ()
+    expect_slope: tuple[float, float] | None = None
+    min_r2: float | None = None
+    rank: str | None = None
+    min_rank: float = DEFAULT_MIN_RANK
+    minimum: str | None = None
+    missing: str = "drop"
+
+    @property
+    def over_searches(self) -> bool:
+        """Whether y is a search's answer (one row per search) rather than a run's quantity."""
+        return SEARCH_QUANTITY in names_of(self.y)
+
+
+def y_names(run: frozenset[str] | None, metrics: frozenset[str] | None, searched: bool) -> frozenset[str] | None:
+    """The names y may use (None: not checked)."""
+    if run is None or metrics is None:
+        return None
+    names = run | RUN_QUANTITIES | {f"final_{m}" for m in metrics}
+    return names | {SEARCH_QUANTITY} if searched else names
+
+
+def read_relation(t: Table, x_allowed: frozenset[str] | None, y_allowed: frozenset[str] | None) -> Relation | None:
+    """One `[[report.relation]]` table."""
+    x, y = t.need("x", formula), t.need("y", formula)
+    t.check("x", names_of(x), x_allowed, "a config field, lr or seed")
+    t.check("y", names_of(y), y_allowed, "a config field, lr, seed, final_<metric> or a run quantity")
+    if y is not None and SEARCH_QUANTITY in names_of(y) and names_of(y) & (RUN_QUANTITIES | {"lr"}):
+        t.problems.append(f"{t.path}.y: a search's capacity cannot be mixed with a run's quantities, got {y!r}")
+    expect_slope = t.get("expect_slope", pair)
+    if expect_slope is not None and expect_slope[0] > expect_slope[1]:
+        t.problems.append(f"{t.path}.expect_slope: lo must not exceed hi, got {list(expect_slope)}")
+    min_rank = t.get("min_rank", number, DEFAULT_MIN_RANK)
+    if not 0 <= min_rank <= 1:
+        t.problems.append(f"{t.path}.min_rank: must lie in [0, 1], got {min_rank}")
+    if x is None or y is None:
+        return None
+    group_by = t.get("group_by", field_names, ())
+    t.check("group_by", group_by, x_allowed, "a config field, lr or seed")
+    x_label, y_label = t.get("x_label", text, x), t.get("y_label", text, y)
+    return Relation(
+        x=x,
+        y=y,
+        label=t.get("label", text, f"{y_label} against {x_label}"),
+        x_label=x_label,
+        y_label=y_label,
+        fit=t.get("fit", choice("linear", "power", "none"), "linear"),
+        group_by=group_by,
+        expect_slope=expect_slope,
+        min_r2=t.get("min_r2", number),
+        rank=t.get("rank", choice("increasing", "decreasing")),
+        min_rank=min_rank,
+        minimum=t.get("minimum", choice("interior")),
+        missing=t.get("missing", choice("drop", "high", "low"), "drop"),
+    )

@@ -1,0 +1,162 @@
+"""`[[report.relation]]` on synthetic runs and searches (no training): per-x quantiles with missing
+values, linear and power fits, Spearman ρ with missing values ranked, the interior-minimum check, the
+verdicts, the files, and the keys' checks."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from jaxmem.report import write_report
+from jaxmem.report.relations import per_x, relation_rows, spearman, summarise
+from jaxmem.spec.report_tables import Context, read_report
+from jaxmem.spec.sweep import stored_report_spec
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+ALPHAS = (0.2, 0.25, 0.4, 0.5)
+SEEDS = (0, 1, 2)
+
+
+def relation(table: dict, search: bool = False):
+    spec = stored_report_spec({"report": {"relation": table}, **({"search": {"variable": "n"}} if search else {})})
+    return spec.relations
+
+
+def runs_frame() -> pd.DataFrame:
+    """steps_to_threshold = 100/α + 10·(seed − 1), except seed 2 at the smallest α never gets there;
+    final_test_loss is U-shaped in α (smallest at 0.25 and 0.4)."""
+    rows = []
+    for alpha in ALPHAS:
+        for seed in SEEDS:
+            never = alpha == ALPHAS[0] and seed == 2
+            rows.append(
+                {
+                    "run_id": f"{alpha}-{seed}",
+                    "point": str(alpha),
+                    "seed": seed,
+                    "lr": 0.1,
+                    "alpha": alpha,
+                    "H": 1 + seed % 2,
+                    "steps_to_threshold": math.nan if never else 100 / alpha + 10 * (seed - 1),
+                    "final_test_loss": (alpha - 0.32) ** 2 + 0.01 * seed,
+                    "max_metric": 1.0,
+                    "success": not never,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_per_x_counts_missing_and_takes_quantiles_of_the_rest():
+    (rel,) = relation({"x": "1/alpha", "y": "steps_to_threshold"})
+    table = per_x(relation_rows(rel, runs_frame(), pd.DataFrame()), rel.missing)
+    first = table.iloc[0]  # x = 1/0.5 = 2
+    assert first.x == pytest.approx(2) and first.rows == 3 and first.missing == 0
+    assert first["median"] == pytest.approx(200) and (first["min"], first["max"]) == pytest.approx((190, 210))
+    last = table.iloc[-1]  # x = 5: seeds 0 and 1 only
+    assert last.rows == 3 and last.missing == 1 and last["median"] == pytest.approx(np.median([490, 500]))
+
+
+def test_missing_high_ranks_above_every_value_in_rho_and_quantiles():
+    runs = runs_frame()
+    (high,) = relation({"x": "1/alpha", "y": "steps_to_threshold", "missing": "high"})
+    (drop,) = relation({"x": "1/alpha", "y": "steps_to_threshold"})
+    rows = relation_rows(high, runs, pd.DataFrame())
+    x, y = rows["x"], rows["y"].fillna(math.inf)
+    assert spearman(rows, "high") == pytest.approx(stats.spearmanr(x, y).statistic)
+    kept = rows.dropna()
+    assert spearman(rows, "drop") == pytest.approx(stats.spearmanr(kept["x"], kept["y"]).statistic)
+    last = per_x(rows, "high").iloc[-1]
+    assert last["max"] == math.inf and last["median"] == 500 and last.missing == 1  # order statistic, not inf-inf
+    assert per_x(relation_rows(drop, runs, pd.DataFrame()), "drop").iloc[-1]["max"] == 500
+
+
+def test_linear_fit_over_medians_and_its_verdicts():
+    (rel,) = relation(
+        {"x": "1/alpha", "y": "steps_to_threshold", "expect_slope": [97, 101], "min_r2": 0.99, "rank": "increasing"}
+    )
+    _, (fit,) = summarise(rel, relation_rows(rel, runs_frame(), pd.DataFrame()))
+    medians = [200, 250, 400, 495]  # 100/α, the last over seeds 0 and 1 only
+    b, a, r, *_ = stats.linregress([2, 2.5, 4, 5], medians)
+    assert (fit["b"], fit["a"], fit["r2"], fit["n"]) == pytest.approx((b, a, r**2, 4))
+    assert fit["slope_pass"] and fit["r2_pass"] and fit["rank_pass"]
+    (strict,) = relation({"x": "1/alpha", "y": "steps_to_threshold", "expect_slope": [0, 1], "rank": "decreasing"})
+    _, (fit,) = summarise(strict, relation_rows(strict, runs_frame(), pd.DataFrame()))
+    assert fit["slope_pass"] is False and fit["rank_pass"] is False and fit["r2_pass"] is None
+
+
+def test_power_fit_recovers_the_exponent_and_the_u_shape_is_found():
+    runs = runs_frame()
+    (power,) = relation({"x": "alpha", "y": "steps_to_threshold", "fit": "power", "expect_slope": [-1.1, -0.9]})
+    _, (fit,) = summarise(power, relation_rows(power, runs, pd.DataFrame()))
+    assert fit["b"] == pytest.approx(-1, abs=0.05) and fit["slope_pass"]
+    (u,) = relation({"x": "alpha", "y": "final_test_loss", "minimum": "interior", "fit": "none"})
+    _, (fit,) = summarise(u, relation_rows(u, runs, pd.DataFrame()))
+    assert fit["interior_minimum"] is True and fit["minimum_pass"] is True and "b" not in fit
+    (monotone,) = relation({"x": "alpha", "y": "steps_to_threshold", "minimum": "interior"})
+    _, (fit,) = summarise(monotone, relation_rows(monotone, runs, pd.DataFrame()))
+    assert fit["interior_minimum"] is False and fit["minimum_pass"] is False
+
+
+def test_group_by_fits_each_group_and_searches_leave_censored_answers_out():
+    (rel,) = relation({"x": "1/alpha", "y": "steps_to_threshold", "group_by": ["H"]})
+    _, fits = summarise(rel, relation_rows(rel, runs_frame(), pd.DataFrame()))
+    assert [f["group"] for f in fits] == ["H=1", "H=2"]
+    searches = pd.DataFrame(
+        {
+            "alpha": [0.5, 0.5, 0.25, 0.25],
+            "seed": [0, 1, 0, 1],
+            "capacity": [10, 12, 40, 99],
+            "censored": ["", "", "", "above"],
+        }
+    )
+    (cap,) = relation({"x": "1/alpha", "y": "capacity"}, search=True)
+    assert cap.over_searches
+    table = per_x(relation_rows(cap, pd.DataFrame(), searches), cap.missing)
+    assert table["missing"].tolist() == [0, 1] and table["median"].tolist() == [11, 40]
+
+
+def test_the_report_writes_the_files_and_the_section(tmp_path):
+    tables = [
+        {"x": "1/alpha", "y": "steps_to_threshold", "missing": "high", "rank": "increasing", "label": "T against 1/α"},
+        {"x": "alpha", "y": "final_test_loss", "fit": "power", "minimum": "interior"},
+    ]
+    spec = stored_report_spec({"report": {"relation": tables}})
+    names = [p.name for p in write_report(tmp_path, spec, pd.DataFrame(), runs_frame(), {})]
+    assert {"relations.csv", "relation_fits.csv", "relations.png"} <= set(names)
+    assert (tmp_path / "relations.png").read_bytes()[:8] == PNG_MAGIC
+    fits = pd.read_csv(tmp_path / "relation_fits.csv")
+    assert fits["relation"].tolist() == ["T against 1/α", "final_test_loss against alpha"]
+    text = (tmp_path / "report.md").read_text()
+    assert "## Relations" in text and "### T against 1/α" in text
+    assert "| 5 | 3 | 1 | 500 | 490 – ∞ | 490 – ∞ |" in text
+    assert "Expected: ρ ≥ 0.8: **PASS**" in text and "interior minimum: **PASS**" in text
+
+
+def problems_of(table, context: Context) -> list[str]:
+    problems: list[str] = []
+    read_report({"relation": table}, problems, context)
+    return problems
+
+
+def test_keys_and_names_are_checked():
+    grid = Context(config=frozenset({"alpha", "n"}), metrics=frozenset({"test_error"}))
+    assert problems_of({"x": "1/alpha", "y": "final_test_error / steps_run"}, grid) == []
+    assert problems_of(
+        [{"x": "alph", "y": "capacity", "fit": "cubic", "min_rank": 2, "group_by": ["H"]}, {"y": "steps_run"}], grid
+    ) == [
+        "report.relation[0].x: 'alph' is not a config field, lr or seed (did you mean 'alpha'?)",
+        "report.relation[0].y: 'capacity' is not a config field, lr, seed, final_<metric> or a run quantity; "
+        "allowed: alpha, final_loss, final_metric, final_test_error, lr, max_metric, n, seed, steps_run, "
+        "steps_to_threshold, wall_time_s",
+        "report.relation[0].min_rank: must lie in [0, 1], got 2.0",
+        "report.relation[0].group_by: 'H' is not a config field, lr or seed; allowed: alpha, lr, n, seed",
+        "report.relation[0].fit: must be one of ['linear', 'power', 'none'], got 'cubic'",
+        "report.relation[1].x: missing",
+    ]
+    search = Context(config=frozenset({"alpha", "n"}), metrics=frozenset({"test_error"}), variable="n")
+    assert problems_of({"x": "alpha", "y": "1/sqrt(capacity)"}, search) == []
+    assert problems_of({"x": "alpha", "y": "capacity / steps_run"}, search) == [
+        "report.relation[0].y: a search's capacity cannot be mixed with a run's quantities, got 'capacity / steps_run'"
+    ]
