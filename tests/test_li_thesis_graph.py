@@ -123,21 +123,26 @@ def test_the_gcn_aggregates_a_uniform_mean():
 CONFIG = {"n_nodes": 60, "n_labeled": 20, "degree": 8, "k_sampled": 6, "d": 8, "M": 5, "m": 6, "batch": 4}
 
 
-def run_steps(config, pad, steps=3):
-    exp = gt_node_classification.EXPERIMENT
-    shape = static_shape(exp, exp.effective(config), pad)
-    dyn = {k: jnp.asarray(v) for k, v in traced_values(exp, exp.effective(config)).items()} | {"lr": jnp.asarray(0.5)}
+def run_steps(exp, config, pad, lr, steps=3):
+    """`steps` SGD steps of `exp` at `config` with sizes padded by `pad`, then an evaluation:
+    (params, metrics). One program; the step is compiled once (a fori_loop)."""
+    full = exp.effective(config)
+    shape = static_shape(exp, full, pad)
+    dyn = {k: jnp.asarray(v) for k, v in traced_values(exp, full).items()} | {"lr": jnp.asarray(lr)}
     key = run_key(0, 3)
+    opt = exp.optimizer(dyn)
 
     @jax.jit
     def go():
         params, problem = exp.init(key, shape, dyn)
-        opt = exp.optimizer(dyn)
-        state = opt.init(params)
-        for t in range(steps):
+
+        def step(t, carry):
+            params, state = carry
             grads = jax.grad(exp.loss)(params, problem, shape, dyn, jax.random.fold_in(key, t))
             updates, state = opt.update(grads, state, params)
-            params = optax.apply_updates(params, updates)
+            return optax.apply_updates(params, updates), state
+
+        params, _ = jax.lax.fori_loop(0, steps, step, (params, opt.init(params)))
         return params, exp.evaluate(params, problem, shape, dyn)
 
     return go()
@@ -145,7 +150,8 @@ def run_steps(config, pad, steps=3):
 
 @pytest.fixture(scope="module")
 def padded_pair():
-    return run_steps(CONFIG, lambda n, *_: n), run_steps(CONFIG, lambda n, *_: 2 * n + 3)
+    exp = gt_node_classification.EXPERIMENT
+    return run_steps(exp, CONFIG, lambda n, *_: n, 0.5), run_steps(exp, CONFIG, lambda n, *_: 2 * n + 3, 0.5)
 
 
 def test_padded_run_equals_unpadded_across_nodes_width_and_labels(padded_pair):

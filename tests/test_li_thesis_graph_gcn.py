@@ -7,12 +7,10 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
+from test_li_thesis_graph import run_steps
 
 from jaxmem.experiments.li_thesis import gcn_model, gcn_sampling, graph_generators
-from jaxmem.plan.buckets import static_shape, traced_values
-from jaxmem.plan.runs import run_key
 
 N, N1, D1, D2 = 200, 20, 12, 2
 STUBS = N1 * D1 + (N - N1) * D2
@@ -106,32 +104,10 @@ def test_targets_follow_eq_5_20():
 CONFIG = {"n_nodes": 50, "n1": 6, "d1": 5, "d2": 2, "n_omega": 20, "m": 6, "d": 4, "p": 3}
 
 
-def run_steps(config, pad, steps=3):
-    exp = gcn_sampling.EXPERIMENT
-    full = exp.effective(config)
-    shape = static_shape(exp, full, pad)
-    dyn = {k: jnp.asarray(v) for k, v in traced_values(exp, full).items()} | {"lr": jnp.asarray(0.05)}
-    key = run_key(0, 3)
-
-    @jax.jit
-    def go():
-        params, problem = exp.init(key, shape, dyn)
-        opt = exp.optimizer(dyn)
-        state = opt.init(params)
-        for t in range(steps):
-            grads = jax.grad(exp.loss)(params, problem, shape, dyn, jax.random.fold_in(key, t))
-            updates, state = opt.update(grads, state, params)
-            params = optax.apply_updates(params, updates)
-        return params, exp.evaluate(params, problem, shape, dyn)
-
-    return go()
-
-
 def test_padded_gcn_run_equals_unpadded_across_nodes_width_and_stubs():
-    (small, small_metrics), (big, big_metrics) = (
-        run_steps(CONFIG, lambda n, *_: n),
-        run_steps(CONFIG, lambda n, *_: 2 * n + 3),
-    )
+    exp = gcn_sampling.EXPERIMENT
+    small, small_metrics = run_steps(exp, CONFIG, lambda n, *_: n, 0.05)
+    big, big_metrics = run_steps(exp, CONFIG, lambda n, *_: 2 * n + 3, 0.05)
     np.testing.assert_allclose(big["w"][:, :6], small["w"], rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(big["v"][:6, :6], small["v"], rtol=1e-4, atol=1e-6)
     assert not np.any(big["w"][:, 6:]) and not np.any(big["v"][6:]) and not np.any(big["v"][:, 6:])

@@ -188,7 +188,7 @@ def relation_section(relation: Relation, table: pd.DataFrame, fits: list[dict]) 
             fit = f"{law(relation)}: a = {a}, b = {b}, R² = {r2} over {f['n']} medians; "
         shape = (
             ""
-            if f["interior_minimum"] is None
+            if relation.minimum is None or f["interior_minimum"] is None
             else f"; smallest median {'inside' if f['interior_minimum'] else 'at an end of'} the x range"
         )
         lines.append(

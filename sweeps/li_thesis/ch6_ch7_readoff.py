@@ -5,8 +5,6 @@ output folder,
     python sweeps/li_thesis/ch6_ch7_readoff.py prune OUT [--metric ood_hinge] [--tol 0.02]
         per (seed, order, α'): the largest pruning rate up to which the metric stays within tol of the
         unpruned model's, beside the run's small_fraction (R6.8).
-    python sweeps/li_thesis/ch6_ch7_readoff.py steps OUT [--x alpha]
-        the slope of ln steps_to_threshold against ln x over the runs that hit (R6.5: −2/3).
 """
 
 from __future__ import annotations
@@ -17,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from jaxmem.persistence.store import load_results
-from jaxmem.report.final_eval import power_slope
 
 
 def prune_knee(out: str, metric: str, tol: float) -> None:
@@ -47,18 +44,6 @@ def prune_knee(out: str, metric: str, tol: float) -> None:
     )
 
 
-def steps_slope(out: str, x: str) -> None:
-    runs = load_results(out, "runs")
-    hit = runs[runs["steps_to_threshold"].notna()]
-    summary = runs.groupby(x)["steps_to_threshold"].agg(["mean", "min", "max", "count"])
-    print(summary.to_string())
-    print(
-        f"hit: {len(hit)} of {len(runs)} runs; slope of ln steps_to_threshold vs ln {x} = "
-        f"{power_slope(hit[x].to_numpy(float), hit['steps_to_threshold'].to_numpy(float)):.3f} (per run), "
-        f"{power_slope(summary.index.to_numpy(float), summary['mean'].to_numpy(float)):.3f} (means)"
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -66,14 +51,8 @@ def main() -> None:
     prune.add_argument("out")
     prune.add_argument("--metric", default="ood_hinge")
     prune.add_argument("--tol", type=float, default=0.02)
-    steps = sub.add_parser("steps")
-    steps.add_argument("out")
-    steps.add_argument("--x", default="alpha")
     args = parser.parse_args()
-    if args.command == "prune":
-        prune_knee(args.out, args.metric, args.tol)
-    else:
-        steps_slope(args.out, args.x)
+    prune_knee(args.out, args.metric, args.tol)
 
 
 if __name__ == "__main__":
