@@ -30,9 +30,12 @@ accept (DM2: the rejection sampler's acceptance rate), loo_stability; the n-scal
 n_gap and n_loo (RT-10–12: bounded when the rates are 1/n); gd_ascent (1 when a GD step of the run's η
 from θ̃_k raises L̂: Thm 1's descent violations, RT-17); and, for DM1, the theory quantities of theory.py
 at θ̃₀ with the paper's direction θ̃⋆ (§5.5): ntk_margin γ, b_phi, and for K > 0 the realizability target
-θ̃(1/K) = θ̃₀ + g₀(1/K) θ̃⋆ (Prop. 7): target_loss, g0, thm1_bound = 2L̂(θ̃(1/K)) + 5‖θ̃(1/K) − θ̃₀‖²/(4ηK)
-(Thm 1, read at k = K), thm1_ratio = L̂/thm1_bound (≤ 1 when it holds) and dist_ratio = ‖θ̃_k − θ̃₀‖/‖θ̃(1/K) −
-θ̃₀‖ (Thm 1: ≤ 4); for first_step, u_bar_error = ‖ū − ζu⋆/4‖ (Lemma 2, erratum E1; RT-15).
+θ̃(1/K) = θ̃₀ + g₀(1/K) θ̃⋆ (Prop. 7): target_loss, target_ratio = K·target_loss (≤ 1: Assumption 2 (i)
+holds at ε = 1/K), g0, thm1_bound = 2L̂(θ̃(1/K)) + 5‖θ̃(1/K) − θ̃₀‖²/(4ηK) (Thm 1, read at k = K),
+thm1_ratio = L̂/thm1_bound (≤ 1 when it holds) and dist_ratio = ‖θ̃_k − θ̃₀‖/‖θ̃(1/K) − θ̃₀‖ (Thm 1: ≤ 4);
+for first_step, u_bar_error = ‖ū − ζu⋆/4‖ (Lemma 2, erratum E1; RT-15). With ntk_iters > 0:
+ntk_max_margin, the NTK max-margin at θ̃₀ per unit ‖θ̃⋆‖ (§5.9 by Frank–Wolfe; √2× it is §5.9's γ_NTK, the
+scale of ntk_margin), and its duality gap ntk_max_margin_gap (RT-15, RT-18's limit, RT-19's separability).
 """
 
 from __future__ import annotations
@@ -275,7 +278,17 @@ def theorem_checks(p, problem, shape, dyn, loss_now, moved) -> dict:
     """DM1: γ and B_Φ of the paper's θ̃⋆ at θ̃₀ and, for K > 0, the Prop. 7 target θ̃(1/K) with Thm 1's
     bound at K (theory.py); NaN otherwise."""
     nan = real(jnp.nan)
-    names = ("ntk_margin", "b_phi", "target_loss", "g0", "thm1_bound", "thm1_ratio", "dist_ratio", "u_bar_error")
+    names = (
+        "ntk_margin",
+        "b_phi",
+        "target_loss",
+        "target_ratio",
+        "g0",
+        "thm1_bound",
+        "thm1_ratio",
+        "dist_ratio",
+        "u_bar_error",
+    )
     if shape["data"] != "dm1":
         return dict.fromkeys(names, nan)
     counts, scale, K = problem["counts"], problem["scale"], jnp.maximum(real(dyn["K"]), 1.0)
@@ -288,6 +301,7 @@ def theorem_checks(p, problem, shape, dyn, loss_now, moved) -> dict:
         "ntk_margin": target["gamma"],
         "b_phi": target["b_phi"],
         "target_loss": jnp.where(live, target["loss"], nan),
+        "target_ratio": jnp.where(live, target["loss"] * K, nan),  # L̂(θ̃(ε))/ε: ≤ 1 is Assumption 2 (i)
         "g0": jnp.where(live, target["g0"], nan),
         "thm1_bound": jnp.where(live, bound, nan),
         "thm1_ratio": jnp.where(live, loss_now / bound, nan),
@@ -394,6 +408,7 @@ METRICS = (
     "ntk_margin",
     "b_phi",
     "target_loss",
+    "target_ratio",
     "g0",
     "thm1_bound",
     "thm1_ratio",
