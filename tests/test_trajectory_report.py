@@ -18,6 +18,7 @@ from jaxmem.report.trajectory.rates import rate_tables
 from jaxmem.report.trajectory.report import panel_title
 from jaxmem.report.trajectory.stages import first_crossing, plateau
 from jaxmem.spec.sweep import SpecError, stored_report_spec
+from jaxmem.spec.report_tables import Context, read_report
 from jaxmem.persistence.store import Store, load_results
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -457,6 +458,34 @@ def test_predicted_rates_are_drawn_over_the_fitted_steps_only():
     assert np.allclose(w.y, w.y[-1] + 4 * np.log(w.x / 10_000))  # twice the curve's slope: they part to the left
     assert rate_guides(spec, rates, frame, lambda metric, group: None) == {}
     assert panel_title("gap · optimizer=gd", "gap", spec) == "gap, rate gap ~ 1/t, optimizer = gd"
+
+
+def test_a_linear_rate_is_fitted_inside_its_window_and_drawn_against_time():
+    """metric = 2·0.9^step until it hits a floor of 1e-12: scale "exp" over the window (1e-9, 1e-2] of the
+    first value fits ln 0.9 per step; without the window the floor would flatten the slope."""
+    steps = np.arange(0, 400, 5.0)
+    metric = np.maximum(2 * 0.9**steps, 1e-12)
+    lr = 0.5
+    frame = pd.DataFrame({"run_id": "r", "step": steps, "time": lr * steps, "g": metric})
+    table = {"metric": "g", "scale": "exp", "window": [1e-9, 1e-2], "predicted": "log(0.9)", "label": "v"}
+    spec = trajectory_spec({"x": "time", "rates": [table]})
+    runs = pd.DataFrame([{"run_id": "r", "panel": "all", "series": "all", "seed": 0}])
+    rates, _ = rate_tables(frame, runs, spec)
+    (row,) = rates.to_dict("records")
+    inside = steps[(metric / 2 > 1e-9) & (metric / 2 <= 1e-2)]
+    assert (row["from_step"], row["to_step"], row["n"]) == (inside.min(), inside.max(), inside.size)
+    assert row["slope"] == pytest.approx(math.log(0.9)) and row["within"]
+    floored = trajectory_spec({"rates": [{"metric": "g", "scale": "exp", "decades": 1}]})
+    (flat,) = rate_tables(frame, runs, floored)[0].to_dict("records")
+    assert abs(flat["slope"] / math.log(0.9) - 1) > 0.2  # the floor is inside the last decade: the fit is off
+    (guide,) = rate_guides(spec, rates, frame, lambda metric, group: metric)["g"]
+    assert guide.x[-1] == pytest.approx(lr * inside.max())
+    assert np.allclose(guide.y, 2 * 0.9 ** (guide.x / lr), rtol=1e-9)  # per step, drawn in time units
+    problems: list[str] = []
+    read_report({"trajectory": {"rates": [{"metric": "loss", "scale": "exp", "window": [0, 1]}]}}, problems, Context())
+    assert problems == [
+        "report.trajectory.rates[0].window: lo must be > 0 (a ratio to the first value), got [0.0, 1.0]"
+    ]
 
 
 def test_a_config_field_named_step_keeps_apart_from_the_evaluated_step(tmp_path):

@@ -105,8 +105,10 @@ section, with or without this table; the table chooses what they show and adds s
 
     rates       asymptotic rates, [{metric = "w_norm", scale = "log", decades = 1, predicted = "wmm_norm",
                 tolerance = 0.1, label = "d‖W‖/d ln t"}]: per run, the least-squares slope of the metric
-                against ln(step) (scale "log") or of ln(metric) against ln(step) ("loglog": the power
-                law exponent) over the last `decades` decades of evaluations; `predicted` is an
+                against ln(step) (scale "log"), of ln(metric) against ln(step) ("loglog": the power
+                law exponent) or of ln(metric) against step ("exp": ln v of a linear rate metric ∝ v^step)
+                over the last `decades` decades of evaluations, or with `window = [lo, hi]` over the
+                evaluations whose metric / its first value lies in (lo, hi]; `predicted` is an
                 expression over the run's config fields, lr, seed and its metrics at the last evaluation
     trends      monotone trends, [{metric = "cos_mm", direction = "increasing", tol = 1e-6, label}]: per
                 run, the evaluations that move against `direction` by more than tol × |value|
@@ -202,7 +204,7 @@ STAGE_KEYS = ("from", "to", "label", "color")
 CROSSING_KEYS = ("metric", "below", "above", "label")
 PLATEAU_KEYS = ("metric", "near", "tol", "label")
 ESCAPE_KEYS = ("x", "x_label", "y", "group_by", "tolerance", "predicted")
-RATE_KEYS = ("metric", "scale", "decades", "predicted", "tolerance", "label")
+RATE_KEYS = ("metric", "scale", "decades", "window", "predicted", "tolerance", "label")
 TREND_KEYS = ("metric", "direction", "tol", "label")
 
 # What a name must be, in messages.
@@ -290,11 +292,12 @@ class Plateau:
 @dataclasses.dataclass(frozen=True)
 class Rate:
     metric: str
-    scale: str  # "log": metric vs ln(step); "loglog": ln(metric) vs ln(step)
+    scale: str  # "log": metric vs ln(step); "loglog": ln(metric) vs ln(step); "exp": ln(metric) vs step
     decades: float
     predicted: str | float | None
     tolerance: float
     label: str
+    window: tuple[float, float] | None = None  # the evaluations with metric / its first value in (lo, hi]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -418,15 +421,20 @@ def _plateau(t: Table, context: Context) -> Plateau | None:
 
 
 def _rate(t: Table, context: Context) -> Rate | None:
-    metric, scale = t.metric(context.metrics), t.get("scale", choice("log", "loglog"), "log")
+    metric, scale = t.metric(context.metrics), t.get("scale", choice("log", "loglog", "exp"), "log")
     predicted = t.get("predicted", expression)
     t.check("predicted", names_of(predicted), context.evaluation, AT_LAST_EVALUATION)
     decades, tolerance = t.get("decades", positive, 1.0), t.get("tolerance", positive, DEFAULT_TOLERANCE)
+    window = _bounds(t, "window")
+    if window is not None and window[0] <= 0:
+        t.problems.append(f"{t.path}.window: lo must be > 0 (a ratio to the first value), got {list(window)}")
     label = t.get("label", text)
     if metric is None:
         return None
-    slope = f"d {metric} / d ln step" if scale == "log" else f"d ln {metric} / d ln step"
-    return Rate(metric, scale, decades, predicted, tolerance, label or slope)
+    slope = {"log": f"d {metric} / d ln step", "loglog": f"d ln {metric} / d ln step"}.get(
+        scale, f"d ln {metric} / d step"
+    )
+    return Rate(metric, scale, decades, predicted, tolerance, label or slope, window)
 
 
 def _trend(t: Table, context: Context) -> Trend | None:

@@ -4,9 +4,10 @@ series' mean at the last of them.
 
 scale "log":    y(t) = y_end + predicted · ln(t / t_end)     (e.g. ‖P⊥W_t‖ ≈ ‖W^mm‖·ln t)
 scale "loglog": y(t) = y_end · (t / t_end)^predicted           (e.g. CE − ℋ = Θ(t⁻¹))
+scale "exp":    y(t) = y_end · exp(predicted · (s − s_end))    (s the step: a linear rate v = e^predicted)
 
-The guide spans only the fitted steps (never past the data); x is in the plot's units (step or time),
-which leaves both laws' slopes unchanged.
+The guide spans only the fitted steps (never past the data); x is in the plot's units (step or time):
+the first two laws' slopes do not depend on that unit, and "exp" is drawn against the step's x.
 """
 
 from __future__ import annotations
@@ -31,10 +32,14 @@ class Guide:
     label: str
 
 
-def predicted_law(rate: Rate, predicted: float, x: np.ndarray, x_end: float, y_end: float) -> np.ndarray:
-    """The predicted curve through (x_end, y_end) (see the module doc)."""
+def predicted_law(
+    rate: Rate, predicted: float, x: np.ndarray, x_end: float, y_end: float, per_step: float = 1.0
+) -> np.ndarray:
+    """The predicted curve through (x_end, y_end) (see the module doc); `per_step`: x units per step."""
     if rate.scale == "loglog":
         return y_end * (x / x_end) ** predicted
+    if rate.scale == "exp":
+        return y_end * np.exp(predicted * (x - x_end) / per_step)
     return y_end + predicted * np.log(x / x_end)
 
 
@@ -46,11 +51,12 @@ def series_guide(rate: Rate, rows: pd.DataFrame, curves: pd.DataFrame, x: str, m
     if not math.isfinite(predicted) or fitted.empty:
         return None
     means = fitted.groupby(x)[metric_column].mean().dropna()
-    if means.empty or (rate.scale == "loglog" and means.iloc[-1] <= 0):
+    if means.empty or (rate.scale != "log" and means.iloc[-1] <= 0):
         return None
     x_end, y_end = float(means.index[-1]), float(means.iloc[-1])
     xs = np.geomspace(float(means.index[0]), x_end, POINTS)
-    return Guide(xs, predicted_law(rate, predicted, xs, x_end, y_end), f"predicted: {rate.label}")
+    per_step = float((fitted[x] / fitted["step"]).iloc[-1])
+    return Guide(xs, predicted_law(rate, predicted, xs, x_end, y_end, per_step), f"predicted: {rate.label}")
 
 
 def rate_guides(

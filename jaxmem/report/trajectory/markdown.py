@@ -220,8 +220,9 @@ def rates_section(rates: pd.DataFrame, trends: pd.DataFrame, spec: TrajectorySpe
         lines += [
             "### Asymptotic rates",
             "",
-            "Per run, the least-squares slope over the evaluations of the last decades of steps (against ln step; "
-            f"of ln metric for power laws); predicted from the run's config and final metrics. Within ({tolerance}) "
+            "Per run, the least-squares slope over the evaluations of the last decades of steps, or of the rate's "
+            "window (against ln step; of ln metric for power laws; of ln metric against step for linear rates); "
+            f"predicted from the run's config and final metrics. Within ({tolerance}) "
             f"counts the runs whose |slope / predicted − 1| is inside the tolerance. Per run: `{RATES_CSV}`.",
             "",
             markdown_table(

@@ -1,9 +1,11 @@
 """Asymptotic rates and monotone trends along trajectories (`[report.trajectory] rates, trends`).
 
 Rate: per run, the least-squares slope of the metric against ln(step) (scale "log", e.g. ‖W_t‖ ≈
-‖W^mm‖·ln t, Thrampoulidis 2024 spec §4.5) or of ln(metric) against ln(step) ("loglog": the exponent
-of a power law, e.g. CE − ℋ = Θ(1/t)), over the evaluations in the last `decades` decades of steps
-(step ≥ last step / 10^decades, step > 0). `predicted` is evaluated per run with its config fields,
+‖W^mm‖·ln t, Thrampoulidis 2024 spec §4.5), of ln(metric) against ln(step) ("loglog": the exponent
+of a power law, e.g. CE − ℋ = Θ(1/t)) or of ln(metric) against step ("exp": ln v of a linear rate,
+metric ∝ v^step), over the evaluations in the last `decades` decades of steps (step ≥ last step /
+10^decades, step > 0), or with a `window` over those whose metric / the run's first value lies in
+(lo, hi] (the linear phase, before a float floor). `predicted` is evaluated per run with its config fields,
 lr, seed and its metrics at the last evaluation; ratio = slope / predicted, within when
 |ratio − 1| ≤ tolerance.
 
@@ -31,11 +33,17 @@ def run_rate(run: pd.DataFrame, rate: Rate, names: dict) -> dict:
     steps = run["step"].to_numpy(float)
     values = run[rate.metric].to_numpy(float)
     last = steps.max() if steps.size else math.nan
-    keep = (steps > 0) & (steps >= last / 10**rate.decades) & np.isfinite(values)
-    if rate.scale == "loglog":
+    keep = (steps > 0) & np.isfinite(values)
+    if rate.window is None:
+        keep &= steps >= last / 10**rate.decades
+    else:
+        ratio = values / values[np.isfinite(values)][0] if np.isfinite(values).any() else values
+        keep &= (ratio > rate.window[0]) & (ratio <= rate.window[1])
+    logged = rate.scale in ("loglog", "exp")
+    if logged:
         keep &= values > 0
-    y = np.log(values[keep]) if rate.scale == "loglog" else values[keep]
-    fit = fit_line(np.log(steps[keep]), y)
+    y = np.log(values[keep]) if logged else values[keep]
+    fit = fit_line(steps[keep] if rate.scale == "exp" else np.log(steps[keep]), y)
     predicted = math.nan
     if rate.predicted is not None:
         try:
@@ -46,7 +54,7 @@ def run_rate(run: pd.DataFrame, rate: Rate, names: dict) -> dict:
     return {
         "rate": rate.label,
         "from_step": float(steps[keep].min()) if keep.any() else math.nan,
-        "to_step": last,
+        "to_step": last if rate.window is None or not keep.any() else float(steps[keep].max()),
         "n": fit["n"],
         "slope": fit["slope"],
         "r2": fit["r2"],

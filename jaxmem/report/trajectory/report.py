@@ -86,7 +86,7 @@ def write_trajectory_report(
         if spec.layout == "metric":
             drawn = list(dict.fromkeys(metrics + [r.metric for r in spec.rates]))
             long, metric_panels = metric_panels_frame(frame, drawn, spec.x)
-            log_y = set(spec.log_y) | {r.metric for r in spec.rates if r.scale == "loglog"}
+            log_y = set(spec.log_y) | {r.metric for r in spec.rates if r.scale != "log"}
             plot = plot_trajectories(
                 path,
                 long,
