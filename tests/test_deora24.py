@@ -1,7 +1,8 @@
 """mha_heads (Deora et al. 2024, spec 002): the exact head reduction against the full H-head model in
 float64 (RT-02, with the first-step init's two sign groups), padded-equals-unpadded across H and n,
 Lanczos on a known spectrum (against the dense Hessian: slow), the leave-one-out replicas, the data
-models, θ_opt of eq. (9) and the paper's NTK direction θ̃⋆, and the shipped sweep specs.
+models, θ_opt of eq. (9), the paper's NTK direction θ̃⋆ and the NTK max-margin (Frank–Wolfe), and the
+shipped sweep specs.
 
 Everything runs in float64 on tiny shapes, and every static shape compiles once: `Programs` keeps one
 trainer (steps traced) and one evaluation per shape for the whole module, compiled with LLVM's

@@ -153,7 +153,8 @@ def test_four_virtual_devices_give_the_same_results_as_one(tmp_path, uninterrupt
 
 def test_second_run_on_a_folder_in_use_is_refused(tmp_path):
     out = tmp_path / "busy"
-    first = jaxmem_cli("run", TINY_SPEC, "--out", out, "--quiet")
+    # a budget of minutes, so the first run still holds the folder when the second starts (killed below)
+    first = jaxmem_cli("run", TINY_SPEC, "--out", out, "--quiet", "--set", "train.steps=10000000")
     deadline = time.time() + 60
     while not (out / ".lock").exists() and time.time() < deadline:
         time.sleep(0.05)

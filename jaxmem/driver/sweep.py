@@ -2,8 +2,9 @@
 
 The driver is resumable by construction: the state of every threshold search is replayed from the
 runs already in the store, in-flight runs come back from their bucket's checkpoint, and everything
-else is recomputed deterministically. SIGINT / SIGTERM stop it at the next segment end, after the
-finished runs are stored and the slots checkpointed.
+else is recomputed deterministically. A bucket is checkpointed after a segment once half a segment's
+time or more is unsaved, so a kill -9 costs it at most about a segment and a half of work. SIGINT /
+SIGTERM stop it at the next segment end, after the finished runs are stored and the slots checkpointed.
 """
 
 from __future__ import annotations
@@ -592,6 +593,7 @@ class Sweep:
             self.lease.check()
         if self.stop_signal is not None:
             for runner in self.runners.values():
+                runner.checkpoint(force=True)  # the segments since its last checkpoint
                 runner.close()
             raise Interrupted(self.stop_signal)
 

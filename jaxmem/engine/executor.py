@@ -153,6 +153,7 @@ class BucketRunner:
         self.queue: collections.deque[Run] = collections.deque()
         self.queued_ids: set[str] = set()
         self.sec_per_block: float | None = None
+        self.unsaved_s = 0.0  # segment time since the last checkpoint
         devices = program.mesh.devices.ravel()
         self.device = f"{devices[0].platform}:{len(devices)}"
         self.shard = NamedSharding(program.mesh, P("runs"))
@@ -239,6 +240,7 @@ class BucketRunner:
             }
         )
         elapsed = time.perf_counter() - start
+        self.unsaved_s += elapsed
         blocks = int(blocks)
         if blocks:  # a refill adds the new runs' init to the segment: it can only make a block look dearer
             per_block = elapsed / blocks
@@ -293,16 +295,21 @@ class BucketRunner:
         return jax.tree.map(lambda a: jax.device_put(np.zeros(a.shape, a.dtype), self.shard), self.abstract_state)
 
     # -- checkpoints -----------------------------------------------------------------------------
-    def checkpoint(self) -> None:
-        if self.state is not None and self.occupied:
-            self.checkpoints.save(
-                self.state,
-                {
-                    "slots": [r.run_id if r else None for r in self.slots],
-                    "wall": self.wall.tolist(),
-                    "n_slots": self.n_slots,
-                },
-            )
+    def checkpoint(self, force: bool = False) -> None:
+        """Save the slots' state once half a segment's time or more is unsaved (or with `force`): a
+        checkpoint costs tens of milliseconds, more than the calibration segment or a short last one
+        it would protect."""
+        if self.state is None or not self.occupied or not (force or self.unsaved_s >= self.segment_seconds / 2):
+            return
+        self.unsaved_s = 0.0
+        self.checkpoints.save(
+            self.state,
+            {
+                "slots": [r.run_id if r else None for r in self.slots],
+                "wall": self.wall.tolist(),
+                "n_slots": self.n_slots,
+            },
+        )
 
     def _restore(self, lookup: Callable[[str], Run | None]) -> None:
         restored = self.checkpoints.restore(self.abstract_state)
