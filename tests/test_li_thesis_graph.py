@@ -104,16 +104,18 @@ def test_sampling_is_uniform_over_the_candidates():
 
 def test_the_gcn_aggregates_a_uniform_mean():
     key = jax.random.PRNGKey(3)
-    params, a = gt_model.init(key, 8, 6, 4, 8, 3, {"sigma": 0.1, "delta": 0.2, "xi": 0.5})
+    init = jax.jit(gt_model.init, static_argnums=(1, 2, 3, 5))
+    forward = jax.jit(gt_model.forward, static_argnums=7)
+    params, a = init(key, 8, 6, 4, 8, 3, {"sigma": 0.1, "delta": 0.2, "xi": 0.5})
     params["b"] = jnp.asarray([0.0, 5.0, -5.0])
     x = 0.3 * jax.random.normal(key, (5, 6))
     spd = jnp.asarray([[0, 1, 2, 1, 2]] * 5, jnp.int8)
     nodes, valid = jnp.asarray([[0, 1, 2, 3]]), jnp.asarray([[True, True, True, False]])
-    f, att = gt_model.forward(params, a, x, spd, jnp.asarray([0]), nodes, valid, False)
+    f, att = forward(params, a, x, spd, jnp.asarray([0]), nodes, valid, False)
     np.testing.assert_allclose(att[0], [1 / 3, 1 / 3, 1 / 3, 0.0], rtol=1e-6)
     mean = x[:3].mean(0) @ params["w_v"].T
     np.testing.assert_allclose(f[0], jax.nn.relu(mean @ params["w_o"].T) @ a, rtol=1e-5)
-    _, att_gt = gt_model.forward(params, a, x, spd, jnp.asarray([0]), nodes, valid, True)
+    _, att_gt = forward(params, a, x, spd, jnp.asarray([0]), nodes, valid, True)
     assert att_gt[0, 1] > 0.9 and att_gt[0, 3] == 0.0, "the GT's SPD bias b[1] = 5 dominates"
 
 
