@@ -81,6 +81,14 @@ def test_forbidden_constructs_rejected(source):
     with pytest.raises(ExpressionError) as err:
         evaluate(source, {"d": 3})
     assert source in str(err.value)
+    if not source.isidentifier():  # a construct (not a name) is refused when a spec is checked, before anything runs
+        with pytest.raises(ExpressionError):
+            names_in(source)
+
+
+def test_a_caret_is_refused_with_the_power_operator_named():
+    with pytest.raises(ExpressionError, match=r"uses '\^', a bitwise operator: write a power as '\*\*'"):
+        names_in("alpha^-2")
 
 
 @pytest.mark.parametrize(

@@ -63,10 +63,31 @@ def evaluate(expression: str | int | float, names: Mapping[str, float]) -> float
 
 
 def _parse(expression: str) -> ast.Expression:
+    """The expression's tree, every construct in it allowed (so a spec's check catches what evaluating
+    it later would refuse)."""
     try:
-        return ast.parse(expression, mode="eval")
+        tree = ast.parse(expression, mode="eval")
     except SyntaxError as err:
         raise ExpressionError(f"cannot parse expression {expression!r}: {err.msg}") from None
+    for node in ast.walk(tree.body):
+        if problem := _disallowed(node):
+            raise ExpressionError(f"expression {expression!r} {problem}")
+    return tree
+
+
+def _disallowed(node: ast.AST) -> str | None:
+    """Why one node of an expression is not allowed, or None."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitXor):
+        return "uses '^', a bitwise operator: write a power as '**'"
+    if isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+            return f"calls a function that is not allowed (allowed: {', '.join(FUNCTIONS)})"
+        return "passes a keyword argument" if node.keywords else None
+    if isinstance(node, ast.Constant):
+        ok = isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+        return None if ok else f"holds {node.value!r}, not a number"
+    allowed = (ast.Name, ast.Load, ast.BinOp, ast.UnaryOp, *_BINARY, *_UNARY)
+    return None if isinstance(node, allowed) else f"uses a construct that is not allowed: {ast.dump(node)[:60]}"
 
 
 def _eval(node: ast.AST, source: str, names: Mapping[str, float]):
