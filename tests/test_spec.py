@@ -634,6 +634,21 @@ def test_pad_to_max_puts_points_that_differ_in_those_sizes_in_one_program():
     assert "in 1 buckets" in merged and "m=32" in merged  # the largest m, 24, on the padding ladder
 
 
+def test_a_float64_sweep_is_sized_in_float64_by_the_dry_run():
+    import re
+
+    import jax
+
+    from jaxmem.cli.views import dry_run
+
+    raw = tomllib.loads((REPO / "sweeps/deora24/fig2_dm1_gd.toml").read_text())  # float64, default float type
+    assert raw["train"]["precision"] == "float64"
+    state = lambda text: float(re.search(r">= ([\d.]+) MiB per device", text).group(1))  # noqa: E731
+    double = state(dry_run(parse(raw, name="t", preset="quick")))
+    single = state(dry_run(parse(with_(raw, "train.precision", "float32"), name="t", preset="quick")))
+    assert double == pytest.approx(2 * single, rel=0.1) and not jax.config.jax_enable_x64  # floats dominate
+
+
 # -- the report tables: typed, every key and expression checked before anything runs --------------------
 
 

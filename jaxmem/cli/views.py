@@ -97,7 +97,14 @@ def dry_run(
     stated throughput (jaxmem.cli.estimate), for the first round and, where a search can go on, a bound
     over the sweep. Without `compile` nothing is compiled and the memory is the run state's (exact, but
     a lower bound: XLA's temporaries are known only after compiling). `out`: the folder `jaxmem run`
-    would use, checked for another sweep."""
+    would use, checked for another sweep. A float64 sweep is sized in float64, as it runs."""
+    from jaxmem.driver.sweep import precision
+
+    with precision(spec.train.precision):
+        return _plan(spec, memory_cap, compile, out)
+
+
+def _plan(spec: SweepSpec, memory_cap: float | int, compile: bool, out: Path | None) -> str:
     from jaxmem.driver.sweep import Sweep
 
     sweep = Sweep(spec, Path("."), _NoStore(), Progress(quiet=True), memory_cap=memory_cap)
