@@ -634,6 +634,25 @@ def test_pad_to_max_puts_points_that_differ_in_those_sizes_in_one_program():
     assert "in 1 buckets" in merged and "m=32" in merged  # the largest m, 24, on the padding ladder
 
 
+def test_pad_to_max_takes_a_derived_size():
+    """gcn_sampling's `stubs` (n1·d1 + (N − n1)·d2) is derived: padded to its largest value over the
+    sweep, graphs of every degree share one program."""
+    from jaxmem.cli.views import dry_run
+
+    raw = {
+        "experiment": "gcn_sampling",
+        "seeds": [0],
+        "fixed": {"n_nodes": 40, "n1": 4, "d2": 1, "n_omega": 20, "m": 8},
+        "grid": {"d1": [2, 10, 30]},  # stubs 40, 72, 152
+        "train": {"steps": 8, "eval_every": 4, "learning_rates": [1e-2], "metric": "test_mse"},
+    }
+    assert "in 3 buckets" in dry_run(parse(raw, name="t"))
+    merged = dry_run(parse({**raw, "engine": {"pad_to_max": ["stubs"]}}, name="t"))
+    assert "in 1 buckets" in merged and "stubs=256" in merged  # 152 up the ×2 ladder
+    problem = "engine.pad_to_max: 'stub' is not an integer field of gcn_sampling (did you mean 'stubs'?)"
+    assert problems_of({**raw, "engine": {"pad_to_max": ["stub"]}})[1] == [problem]
+
+
 def test_a_float64_sweep_is_sized_in_float64_by_the_dry_run():
     import re
 

@@ -159,7 +159,13 @@ class Sweep:
         self.pad = padder(engine.pad_ratio, engine.search_pad_ratio, (spec.search.variable,) if spec.search else ())
         self.platform = self.devices[0].platform
         self._live: dict[str, int] = {}  # bucket id -> live_runs
-        self.size_floors = {name: max(self.exp.complete(p)[name] for p in spec.points) for name in engine.pad_to_max}
+        fields = [n for n in engine.pad_to_max if n in self.exp.fields]
+        self.size_floors = {name: max(self.exp.complete(p)[name] for p in spec.points) for name in fields}
+        self.derived_floors = {  # a derived size's floor applies to the resolved config (static_shape)
+            name: max(self.exp.effective(p)[name] for p in spec.points)
+            for name in engine.pad_to_max
+            if name not in fields
+        }
         for name, values in spec.final_eval:  # a test-time size is padded to hold its largest value
             if self.exp.fields[name].kind == "size":
                 self.size_floors[name] = max(self.size_floors.get(name, 0), *values)
@@ -284,7 +290,8 @@ class Sweep:
         the programs of larger ones instead of each compiling its own (on a CPU one compile costs
         more than all those small runs together). Measured on the quick MLP grid: 74 s instead of
         85 s with one ladder of ratio 2 and floor 0.25. The sizes named in `engine.pad_to_max` are
-        padded to their largest value in the sweep, so points differing only in them share a program.
+        padded to their largest value in the sweep (a derived size's, after the experiment resolves the
+        config), so points differing only in them share a program.
         A searched size is not padded at all where its bucket would hold one run at a time and the
         padding would cost more work over the step budget than a compile (`executor.padding_pays`)."""
         padded = self._padded_bucket(run.config)
@@ -299,12 +306,13 @@ class Sweep:
         config.update((name, max(config[name], floor)) for name, floor in self.size_floors.items())
         search = self.spec.search
         if search is None or self.exp.fields[search.variable].kind != "size":  # a traced variable: no padding
-            return bucket_of(self.exp, config, self.pad)
+            return bucket_of(self.exp, config, self.pad, self.derived_floors)
         if exact_variable:
-            return bucket_of(self.exp, config, padder(self.spec.engine.pad_ratio, 1.0, (search.variable,)))
+            pad = padder(self.spec.engine.pad_ratio, 1.0, (search.variable,))
+            return bucket_of(self.exp, config, pad, self.derived_floors)
         floor = math.ceil(self.spec.engine.search_pad_floor * evaluate(search.hi, config))
         config[search.variable] = max(config[search.variable], floor)
-        return bucket_of(self.exp, config, self.pad)
+        return bucket_of(self.exp, config, self.pad, self.derived_floors)
 
     def _hand_over(self, run: Run) -> None:
         """Give the run to its bucket's runner, or, while that bucket's program waits for or is in its

@@ -59,15 +59,17 @@ class Bucket:
         return ", ".join(f"{k}={v}" for k, v in self.shape)
 
 
-def static_shape(exp: Experiment, config: dict, pad) -> dict:
+def static_shape(exp: Experiment, config: dict, pad, floors: dict | None = None) -> dict:
     """The program's static shape for a run: every size padded up its ladder (`pad(n, ladder)`, see
-    `padder`), every static value as it is; `config` need not be complete."""
+    `padder`), at least to its entry in `floors` (e.g. a derived size's largest value in the sweep),
+    every static value as it is; `config` need not be complete."""
     complete = exp.complete(config)
     resolved = exp.resolve(complete)
+    floors = floors or {}
     shape = {}
     for name, field in exp.kinds.items():
         if field.kind == SIZE:
-            shape[name] = pad(resolved[name], field.ladder_of(name, complete))
+            shape[name] = pad(max(resolved[name], floors.get(name, 0)), field.ladder_of(name, complete))
         elif field.kind == STATIC:
             shape[name] = resolved[name]
     return shape
@@ -83,9 +85,9 @@ def traced_values(exp: Experiment, config: dict) -> dict:
     }
 
 
-def bucket_of(exp: Experiment, config: dict, pad) -> Bucket:
-    """The bucket of a config under the padding function `pad` (see `padder`)."""
-    return Bucket(exp.name, tuple(sorted(static_shape(exp, config, pad).items())))
+def bucket_of(exp: Experiment, config: dict, pad, floors: dict | None = None) -> Bucket:
+    """The bucket of a config under the padding function `pad` (see `padder`) and size `floors`."""
+    return Bucket(exp.name, tuple(sorted(static_shape(exp, config, pad, floors).items())))
 
 
 def padded_config(exp: Experiment, bucket: Bucket, config: dict) -> dict:

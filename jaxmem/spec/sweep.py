@@ -131,7 +131,7 @@ class EngineSpec:
     segment_seconds: float = 2.0  # host syncs (and checkpoints) about this often
     record_trajectory: bool = False  # store every run's metrics at every evaluation (trajectories table)
     trajectory_per_decade: int = 0  # with record_trajectory: keep k log-spaced evaluations per decade; 0 = all
-    pad_to_max: tuple[str, ...] = ()  # sizes padded to their largest value in the sweep: one program for all
+    pad_to_max: tuple[str, ...] = ()  # sizes (fields or derived) padded to their largest value in the sweep
 
 
 @dataclasses.dataclass(frozen=True)
@@ -599,7 +599,7 @@ def _check_engine(engine: EngineSpec, bad: set, exp: Experiment | None, search: 
         if name not in bad and not ok
     ]
     if exp is not None and "pad_to_max" not in bad:
-        ints = [n for n, f in exp.fields.items() if f.type is int]
+        ints = [n for n, f in exp.kinds.items() if f.type is int]  # derived sizes too
         problems += [
             f"engine.pad_to_max: {n!r} is not an integer field of {exp.name}{suggest(n, ints)}"
             for n in engine.pad_to_max
@@ -627,7 +627,7 @@ def _search(table, exp: Experiment | None, problems) -> SearchSpec | None:
     if search is None:
         return None
     if unknown_variable(search, exp):
-        ints = [n for n, f in exp.fields.items() if f.type is int]
+        ints = [n for n, f in exp.kinds.items() if f.type is int]  # derived sizes too
         problems.append(
             f"search.variable: {search.variable!r} is not an integer field of {exp.name}"
             f"{suggest(search.variable, ints)} (integer fields: {', '.join(ints)})"
