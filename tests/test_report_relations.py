@@ -117,6 +117,19 @@ def test_group_by_fits_each_group_and_searches_leave_censored_answers_out():
     assert table["missing"].tolist() == [0, 1] and table["median"].tolist() == [11, 40]
 
 
+def test_a_search_takes_a_metric_axis_as_the_median_over_its_runs():
+    """x = a measured property of the drawn problem (the same at every probe of a search)."""
+    searches = pd.DataFrame(
+        {"point": ["p", "p", "q"], "seed": [0, 1, 0], "capacity": [10, 20, 30], "censored": ["", "", ""]}
+    )
+    runs = pd.DataFrame(
+        {"point": ["p", "p", "p", "q", "q"], "seed": [0, 0, 1, 0, 0], "final_a_inf": [0.5, 0.7, 0.9, 2.0, 2.0]}
+    )
+    (rel,) = relation({"x": "final_a_inf", "y": "capacity"}, search=True)
+    rows = relation_rows(rel, runs, searches)
+    assert rows["x"].tolist() == [0.6, 0.9, 2.0] and rows["y"].tolist() == [10, 20, 30]
+
+
 def test_the_report_writes_the_files_and_the_section(tmp_path):
     tables = [
         {"x": "1/alpha", "y": "steps_to_threshold", "missing": "high", "rank": "increasing", "label": "T against 1/α"},
@@ -146,7 +159,7 @@ def test_keys_and_names_are_checked():
     assert problems_of(
         [{"x": "alph", "y": "capacity", "fit": "cubic", "min_rank": 2, "group_by": ["H"]}, {"y": "steps_run"}], grid
     ) == [
-        "report.relation[0].x: 'alph' is not a config field, lr or seed (did you mean 'alpha'?)",
+        "report.relation[0].x: 'alph' is not a config field, lr, seed or final_<metric> (did you mean 'alpha'?)",
         "report.relation[0].y: 'capacity' is not a config field, lr, seed, final_<metric> or a run quantity; "
         "allowed: alpha, final_loss, final_metric, final_test_error, lr, max_metric, n, seed, steps_run, "
         "steps_to_threshold, wall_time_s",

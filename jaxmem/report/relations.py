@@ -24,6 +24,7 @@ from jaxmem.report.files import write_csv
 from jaxmem.report.relations_plot import plot_relations
 from jaxmem.report.text import group_labels, markdown_table, mean_std, number
 from jaxmem.spec.report_relations import Relation
+from jaxmem.spec.tables import names_of
 
 FILL = {"high": math.inf, "low": -math.inf}
 MISSING_WORDS = {"drop": "left out", "high": "ranked above every value", "low": "ranked below every value"}
@@ -34,10 +35,19 @@ def relation_rows(relation: Relation, runs: pd.DataFrame, searches: pd.DataFrame
     frame = runs
     if relation.over_searches:
         frame = searches.assign(capacity=searches["capacity"].where(searches["censored"].fillna("") == ""))
+        frame = with_run_metrics(frame, runs, sorted(n for n in names_of(relation.x) if n.startswith("final_")))
     if frame.empty:
         return pd.DataFrame(columns=["group", "x", "y"])
     x, y = row_values(relation.x, frame), row_values(relation.y, frame)
     return pd.DataFrame({"group": group_labels(frame, list(relation.group_by)), "x": x, "y": y})
+
+
+def with_run_metrics(searches: pd.DataFrame, runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+    """The searches with each of `metrics` as the median over the search's runs (same point and seed)."""
+    if not metrics or searches.empty:
+        return searches
+    medians = runs.groupby(["point", "seed"])[metrics].median().reset_index()
+    return searches.drop(columns=[m for m in metrics if m in searches]).merge(medians, on=["point", "seed"], how="left")
 
 
 def ranked(y: pd.Series, missing: str) -> np.ndarray:

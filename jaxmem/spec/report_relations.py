@@ -1,7 +1,7 @@
 """`[[report.relation]]`: a per-run quantity against an expression of the config, for any sweep.
 
     [[report.relation]]
-    x = "1/alpha"                 # an expression of the config (and lr, seed)
+    x = "1/alpha"                 # an expression of the config (and lr, seed, final_<metric>)
     y = "steps_to_threshold"      # an expression of a run's columns (below)
     fit = "linear"                # "linear" y = a + b·x (default), "power" ln y = a + b·ln x, "none"
     group_by = ["H"]              # one line, fit and rank test per combination (default: one)
@@ -18,6 +18,9 @@ y's names: the config fields, lr, seed, the run's final metrics (`final_<metric>
 (the judged metric's best evaluation), `final_metric`, `final_loss`, `steps_run`, `steps_to_threshold`
 (empty when the threshold was never reached) and `wall_time_s`; in a search sweep `capacity` instead
 (one row per search: its answer, missing when censored), with the config and seed of its point.
+x's names: the config fields, lr, seed and the final metrics, so a measured property of the drawn
+problem can be the axis (e.g. a graph's ‖A*‖∞). Over searches, a metric in x is the median over the
+search's runs (meant for a property of the problem, the same at every probe).
 """
 
 from __future__ import annotations
@@ -57,6 +60,11 @@ class Relation:
         return SEARCH_QUANTITY in names_of(self.y)
 
 
+def x_names(run: frozenset[str] | None, metrics: frozenset[str] | None) -> frozenset[str] | None:
+    """The names x may use (None: not checked)."""
+    return None if run is None or metrics is None else run | {f"final_{m}" for m in metrics}
+
+
 def y_names(run: frozenset[str] | None, metrics: frozenset[str] | None, searched: bool) -> frozenset[str] | None:
     """The names y may use (None: not checked)."""
     if run is None or metrics is None:
@@ -65,10 +73,13 @@ def y_names(run: frozenset[str] | None, metrics: frozenset[str] | None, searched
     return names | {SEARCH_QUANTITY} if searched else names
 
 
-def read_relation(t: Table, x_allowed: frozenset[str] | None, y_allowed: frozenset[str] | None) -> Relation | None:
-    """One `[[report.relation]]` table."""
+def read_relation(
+    t: Table, run: frozenset[str] | None, metrics: frozenset[str] | None, searched: bool
+) -> Relation | None:
+    """One `[[report.relation]]` table; `run`: a run's config fields, lr and seed (None: unchecked)."""
+    x_allowed, y_allowed = x_names(run, metrics), y_names(run, metrics, searched)
     x, y = t.need("x", formula), t.need("y", formula)
-    t.check("x", names_of(x), x_allowed, "a config field, lr or seed")
+    t.check("x", names_of(x), x_allowed, "a config field, lr, seed or final_<metric>")
     t.check("y", names_of(y), y_allowed, "a config field, lr, seed, final_<metric> or a run quantity")
     if y is not None and SEARCH_QUANTITY in names_of(y) and names_of(y) & (RUN_QUANTITIES | {"lr"}):
         t.problems.append(f"{t.path}.y: a search's capacity cannot be mixed with a run's quantities, got {y!r}")
@@ -81,7 +92,7 @@ def read_relation(t: Table, x_allowed: frozenset[str] | None, y_allowed: frozens
     if x is None or y is None:
         return None
     group_by = t.get("group_by", field_names, ())
-    t.check("group_by", group_by, x_allowed, "a config field, lr or seed")
+    t.check("group_by", group_by, run, "a config field, lr or seed")
     x_label, y_label = t.get("x_label", text, x), t.get("y_label", text, y)
     return Relation(
         x=x,

@@ -162,7 +162,7 @@ from collections.abc import Callable
 import numpy as np
 
 from jaxmem.spec.expr import ExpressionError, evaluate
-from jaxmem.spec.report_relations import RELATION_KEYS, Relation, read_relation, y_names
+from jaxmem.spec.report_relations import RELATION_KEYS, Relation, read_relation
 from jaxmem.spec.tables import (
     METRIC,
     Table,
@@ -665,9 +665,9 @@ def read_report(value, problems: list[str], context: Context = Context()) -> Rep
 
 def _relations(parent: Table, context: Context) -> tuple[Relation, ...]:
     """`[[report.relation]]` (jaxmem.spec.report_relations)."""
-    y_allowed = y_names(context.run, context.metrics, bool(context.searched_sweep))
+    searched = bool(context.searched_sweep)
     tables = parent.tables("relation", RELATION_KEYS, single=True)
-    return tuple(r for r in (read_relation(t, context.run, y_allowed) for t in tables) if r is not None)
+    return tuple(r for r in (read_relation(t, context.run, context.metrics, searched) for t in tables) if r is not None)
 
 
 def read_final_eval(value, problems: list[str], context: Context) -> FinalEvalSpec:
