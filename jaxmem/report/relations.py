@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from jaxmem.report.capacity.linear import fit_line
+from jaxmem.report.capacity.linear import fit_line, fit_verdicts, passed
 from jaxmem.report.expressions import row_values
 from jaxmem.report.files import write_csv
 from jaxmem.report.relations_plot import plot_relations
@@ -149,18 +149,12 @@ def summarise(relation: Relation, rows: pd.DataFrame) -> tuple[pd.DataFrame, lis
 
 def expectations(relation: Relation, result: dict) -> str:
     """e.g. "b in [0.5, 2]: PASS; ρ ≥ 0.8: FAIL"; "–" without expectations."""
-    word = lambda ok: f"**{'PASS' if ok else 'FAIL'}**"  # noqa: E731
-    parts = []
-    if result["slope_pass"] is not None:
-        lo, hi = relation.expect_slope
-        parts.append(f"b in [{number(lo)}, {number(hi)}]: {word(result['slope_pass'])}")
-    if result["r2_pass"] is not None:
-        parts.append(f"R² ≥ {number(relation.min_r2)}: {word(result['r2_pass'])}")
+    parts = fit_verdicts(relation, result)
     if result["rank_pass"] is not None:
         side = "≥ " if relation.rank == "increasing" else "≤ −"
-        parts.append(f"ρ {side}{number(relation.min_rank)}: {word(result['rank_pass'])}")
+        parts.append(f"ρ {side}{number(relation.min_rank)}: {passed(result['rank_pass'])}")
     if result["minimum_pass"] is not None:
-        parts.append(f"interior minimum: {word(result['minimum_pass'])}")
+        parts.append(f"interior minimum: {passed(result['minimum_pass'])}")
     return "; ".join(parts) or "–"
 
 

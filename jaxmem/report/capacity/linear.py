@@ -63,15 +63,25 @@ def linear_fit(spec: LinearFit, rows: pd.DataFrame, variable: str) -> dict:
     return result
 
 
-def verdicts(spec: LinearFit, result: dict) -> str:
-    """e.g. "b in [2, 4]: PASS; R² ≥ 0.9: FAIL"; "–" without expectations."""
+def passed(ok: bool) -> str:
+    return f"**{'PASS' if ok else 'FAIL'}**"
+
+
+def fit_verdicts(spec, result: dict) -> list[str]:
+    """The slope's and R²'s verdicts of a fit (`spec`: its expect_slope and min_r2), e.g.
+    ["b in [2, 4]: **PASS**", "R² ≥ 0.9: **FAIL**"]; none without expectations."""
     parts = []
     if result["slope_pass"] is not None:
         lo, hi = spec.expect_slope
-        parts.append(f"b in [{number(lo)}, {number(hi)}]: **{'PASS' if result['slope_pass'] else 'FAIL'}**")
+        parts.append(f"b in [{number(lo)}, {number(hi)}]: {passed(result['slope_pass'])}")
     if result["r2_pass"] is not None:
-        parts.append(f"R² ≥ {number(spec.min_r2)}: **{'PASS' if result['r2_pass'] else 'FAIL'}**")
-    return "; ".join(parts) or "–"
+        parts.append(f"R² ≥ {number(spec.min_r2)}: {passed(result['r2_pass'])}")
+    return parts
+
+
+def verdicts(spec: LinearFit, result: dict) -> str:
+    """e.g. "b in [2, 4]: PASS; R² ≥ 0.9: FAIL"; "–" without expectations."""
+    return "; ".join(fit_verdicts(spec, result)) or "–"
 
 
 def linear_section(specs: tuple[LinearFit, ...], rows: pd.DataFrame, variable: str) -> str:
