@@ -82,6 +82,7 @@ def listing() -> str:
             extra = f" one of {list(field.choices)}" if field.choices else ""
             default = "" if field.default is REQUIRED else f" (default {field.default!r})"
             lines.append(f"      {name} [{field.type.__name__}, {field.kind}]{default}: {field.doc}{extra}")
+        lines.append(f"      metrics (each run's evaluations; final_<name> in runs.csv): {', '.join(exp.metrics)}")
     lines.append("shipped sweeps, with their presets (jaxmem run NAME [--preset P]; the default is quick):")
     for name, path in shipped_sweeps().items():
         description, presets = sweep_summary(path)
