@@ -28,7 +28,10 @@ def one(config, pad):
 
 @pytest.mark.parametrize(
     "config",
-    [SMALL, {**SMALL, "noise": 7, "distinct_answers": True, "embeddings": "sphere", "S": 3}],
+    [
+        pytest.param(SMALL, marks=pytest.mark.slow),  # the default embeddings: also in the scaling test below
+        {**SMALL, "noise": 7, "distinct_answers": True, "embeddings": "sphere", "S": 3},
+    ],
 )
 def test_padded_run_equals_unpadded_run(config):
     steps = 20

@@ -206,6 +206,7 @@ def test_two_processes_give_the_results_of_one(tmp_path, single):
     assert (out / "report.md").is_file()
 
 
+@pytest.mark.slow  # 20-35 s; single-process stops and resumes stay in the default set (test_resume.py)
 def test_a_stopped_job_resumes_from_its_shards_and_checkpoints(tmp_path, single):
     """SIGTERM to both processes mid-sweep: each saves and exits 143, process 0 merges what is done
     and keeps the shards (with the in-flight checkpoints); rerunning the job finishes identically."""
