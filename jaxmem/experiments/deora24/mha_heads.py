@@ -76,6 +76,9 @@ FIELDS = {
     "eta": traced(float, "step η = lr · eta · H^lr_power; 0 = App. G's: gd 1, momentum 0.1, adam 0.06", 0.0),
     "lr_power": traced(float, "η ∝ H^lr_power (1/2: η ∝ √H); < 0 = App. G's: gd, momentum 1/2, adam 0", -1.0),
     "momentum": traced(float, "heavy-ball β", 0.9, minimum=0.0),
+    "attention_step": traced(
+        float, "multiplier on W's updates (0: W stays at θ̃₀; from 0 the mean-pooling model, RT-18)", 1.0, minimum=0.0
+    ),
     "adam_eps": traced(float, "Adam ε", 1e-8, minimum=0.0),
     "K": traced(int, "freeze the parameters after K steps (0 = never)", 0, minimum=0),
     "loo": static(bool, "train the n leave-one-out replicas alongside (Lemma 11)", False),
@@ -274,21 +277,24 @@ def step_size(dyn) -> jax.Array:
     return dyn["lr"] * dyn["eta"] * real(dyn["H"]) ** dyn["lr_power"]
 
 
+THEOREM_METRICS = (  # theorem_checks' metrics
+    "ntk_margin",
+    "b_phi",
+    "target_loss",
+    "target_ratio",
+    "g0",
+    "thm1_bound",
+    "thm1_ratio",
+    "dist_ratio",
+    "u_bar_error",
+)
+
+
 def theorem_checks(p, problem, shape, dyn, loss_now, moved) -> dict:
     """DM1: γ and B_Φ of the paper's θ̃⋆ at θ̃₀ and, for K > 0, the Prop. 7 target θ̃(1/K) with Thm 1's
     bound at K (theory.py); NaN otherwise."""
     nan = real(jnp.nan)
-    names = (
-        "ntk_margin",
-        "b_phi",
-        "target_loss",
-        "target_ratio",
-        "g0",
-        "thm1_bound",
-        "thm1_ratio",
-        "dist_ratio",
-        "u_bar_error",
-    )
+    names = THEOREM_METRICS
     if shape["data"] != "dm1":
         return dict.fromkeys(names, nan)
     counts, scale, K = problem["counts"], problem["scale"], jnp.maximum(real(dyn["K"]), 1.0)
@@ -405,15 +411,7 @@ METRICS = (
     "gd_ascent",
     "ntk_max_margin",
     "ntk_max_margin_gap",
-    "ntk_margin",
-    "b_phi",
-    "target_loss",
-    "target_ratio",
-    "g0",
-    "thm1_bound",
-    "thm1_ratio",
-    "dist_ratio",
-    "u_bar_error",
+    *THEOREM_METRICS,
 )
 
 
