@@ -27,6 +27,7 @@ from jaxmem.report.overview import buckets_section, meta_section, runs_section
 from jaxmem.report.runs import expand_final_metrics
 from jaxmem.report.success import better
 from jaxmem.report.trajectory.report import write_trajectory_report
+from jaxmem.report.agreement import agreement_sections
 from jaxmem.report.final_eval import final_eval_sections
 from jaxmem.report.relations import relation_sections
 from jaxmem.spec.report_tables import ReportSpec
@@ -92,6 +93,7 @@ def write_report(
         metrics = list(experiment.metrics) if experiment is not None else []
         sections += final_eval_sections(out_dir, report_spec.final_eval, final_eval, final_axes or [], metrics, written)
     sections += relation_sections(out_dir, report_spec.relations, runs, searches, written)
+    sections += agreement_sections(out_dir, report_spec.agreements, runs, written)
     sections.append(runs_section(runs, success))
     if experiment is not None and raw_runs is not None:
         sections += [

@@ -28,6 +28,9 @@ is every expression: it must parse, and use only the names the report will bind 
                 table); {x, x_label, group_by, y_scale}: x an expression of the config (default: the
                 [report] x), one panel per group_by combination (default: [report] group_by), y_scale "log"
                 (default) or "linear". Off unless the table is given.
+    agreement   any sweep: the largest differences between the final metrics of runs that differ only in one
+                config field, per metric, with an rtol verdict; a table or a list of tables, see
+                jaxmem.spec.report_agreement
     relation    any sweep: a per-run quantity (or a search's answer) against an expression of the config,
                 with medians per x, a linear or power fit, Spearman ρ and a U-shape check; a table or a list
                 of tables, see jaxmem.spec.report_relations
@@ -162,6 +165,7 @@ from collections.abc import Callable
 import numpy as np
 
 from jaxmem.spec.expr import ExpressionError, evaluate
+from jaxmem.spec.report_agreement import AGREEMENT_KEYS, Agreement, read_agreement
 from jaxmem.spec.report_relations import RELATION_KEYS, Relation, read_relation
 from jaxmem.spec.tables import (
     METRIC,
@@ -186,7 +190,7 @@ DEFAULT_TOLERANCE = 0.1
 LINE_POINTS = 100
 
 REPORT_KEYS = ("title", "x", "x_label", "fit", "guide", "group_by", "expect_slope", "collapse", "references")
-REPORT_KEYS += ("fit_linear", "ratio", "success_map", "heatmap", "trajectory", "final_eval", "relation")
+REPORT_KEYS += ("fit_linear", "ratio", "success_map", "heatmap", "trajectory", "final_eval", "relation", "agreement")
 FINAL_EVAL_KEYS = ("x", "metrics", "readoff")
 READOFF_KEYS = ("metric", "at_most", "at_least", "against", "label", "expect_slope")
 GUIDE_KEYS = ("expr", "label")
@@ -627,6 +631,7 @@ class ReportSpec:
     trajectory: TrajectorySpec = dataclasses.field(default_factory=TrajectorySpec)
     final_eval: FinalEvalSpec = dataclasses.field(default_factory=FinalEvalSpec)
     relations: tuple[Relation, ...] = ()
+    agreements: tuple[Agreement, ...] = ()
     search_goal: str = "largest"  # not a key: [search] goal, for the capacity section's wording
 
 
@@ -659,6 +664,14 @@ def read_report(value, problems: list[str], context: Context = Context()) -> Rep
         trajectory=read_trajectory(t.data.get("trajectory", {}), problems, context),
         final_eval=read_final_eval(t.data.get("final_eval", {}), problems, context),
         relations=_relations(t, context),
+        agreements=tuple(
+            a
+            for a in (
+                read_agreement(x, context.config, context.metrics)
+                for x in t.tables("agreement", AGREEMENT_KEYS, single=True)
+            )
+            if a is not None
+        ),
         search_goal=context.goal,
     )
 
