@@ -103,12 +103,11 @@ def test_sampling_is_uniform_over_the_candidates():
 
 
 def test_the_gcn_aggregates_a_uniform_mean():
-    key = jax.random.PRNGKey(3)
-    init = jax.jit(gt_model.init, static_argnums=(1, 2, 3, 5))
+    rng = np.random.default_rng(3)
     forward = jax.jit(gt_model.forward, static_argnums=7)
-    params, a = init(key, 8, 6, 4, 8, 3, {"sigma": 0.1, "delta": 0.2, "xi": 0.5})
-    params["b"] = jnp.asarray([0.0, 5.0, -5.0])
-    x = 0.3 * jax.random.normal(key, (5, 6))
+    w_o, w_v, w_k, w_q, x, a = (rng.normal(size=s) for s in [(8, 6), (6, 6), (6, 6), (6, 6), (5, 6), (8,)])
+    params = {"w_o": w_o, "w_v": w_v, "w_k": 0.1 * w_k, "w_q": 0.1 * w_q, "b": np.asarray([0.0, 5.0, -5.0])}
+    x = 0.3 * x
     spd = jnp.asarray([[0, 1, 2, 1, 2]] * 5, jnp.int8)
     nodes, valid = jnp.asarray([[0, 1, 2, 3]]), jnp.asarray([[True, True, True, False]])
     f, att = forward(params, a, x, spd, jnp.asarray([0]), nodes, valid, False)

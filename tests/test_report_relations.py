@@ -117,6 +117,14 @@ def test_group_by_fits_each_group_and_searches_leave_censored_answers_out():
     assert table["missing"].tolist() == [0, 1] and table["median"].tolist() == [11, 40]
 
 
+def test_where_keeps_the_rows_with_the_listed_values():
+    (rel,) = relation({"x": "1/alpha", "y": "steps_to_threshold", "where": {"H": 2}})
+    rows = relation_rows(rel, runs_frame(), pd.DataFrame())
+    assert len(rows) == 4 and rows["y"].notna().all()  # seed 1 only (H = 1 + seed % 2), one run per α
+    (both,) = relation({"x": "1/alpha", "y": "steps_to_threshold", "where": {"H": [1, 2], "seed": [0, 2]}})
+    assert len(relation_rows(both, runs_frame(), pd.DataFrame())) == 8
+
+
 def test_a_search_takes_a_metric_axis_as_the_median_over_its_runs():
     """x = a measured property of the drawn problem (the same at every probe of a search)."""
     searches = pd.DataFrame(
@@ -147,6 +155,17 @@ def test_the_report_writes_the_files_and_the_section(tmp_path):
     assert "Expected: ρ ≥ 0.8: **PASS**" in text and "interior minimum: **PASS**" in text
 
 
+def test_a_relation_whose_every_row_lacks_a_value_still_renders(tmp_path):
+    """Every search censored (e.g. a baseline that never succeeds): no finite median to fit or to put on
+    log axes; the medians show as ∞ and the plot is still written."""
+    runs = runs_frame().assign(steps_to_threshold=math.nan)
+    table = {"x": "alpha", "y": "steps_to_threshold", "fit": "power", "missing": "high", "expect_slope": [1, 2]}
+    write_report(tmp_path, stored_report_spec({"report": {"relation": table}}), pd.DataFrame(), runs, {})
+    assert (tmp_path / "relations.png").read_bytes()[:8] == PNG_MAGIC
+    text = (tmp_path / "report.md").read_text()
+    assert "| 0.2 | 3 | 3 | ∞ | ∞ – ∞ | ∞ – ∞ |" in text and "b in [1, 2]: **not measurable**" in text
+
+
 def problems_of(table, context: Context) -> list[str]:
     problems: list[str] = []
     read_report({"relation": table}, problems, context)
@@ -157,7 +176,11 @@ def test_keys_and_names_are_checked():
     grid = Context(config=frozenset({"alpha", "n"}), metrics=frozenset({"test_error"}))
     assert problems_of({"x": "1/alpha", "y": "final_test_error / steps_run"}, grid) == []
     assert problems_of(
-        [{"x": "alph", "y": "capacity", "fit": "cubic", "min_rank": 2, "group_by": ["H"]}, {"y": "steps_run"}], grid
+        [
+            {"x": "alph", "y": "capacity", "fit": "cubic", "min_rank": 2, "group_by": ["H"], "where": {"model": 1}},
+            {"y": "steps_run"},
+        ],
+        grid,
     ) == [
         "report.relation[0].x: 'alph' is not a config field, lr, seed or final_<metric> (did you mean 'alpha'?)",
         "report.relation[0].y: 'capacity' is not a config field, lr, seed, final_<metric> or a run quantity; "
@@ -165,6 +188,7 @@ def test_keys_and_names_are_checked():
         "steps_to_threshold, wall_time_s",
         "report.relation[0].min_rank: must lie in [0, 1], got 2.0",
         "report.relation[0].group_by: 'H' is not a config field, lr or seed; allowed: alpha, lr, n, seed",
+        "report.relation[0].where: 'model' is not a config field, lr or seed; allowed: alpha, lr, n, seed",
         "report.relation[0].fit: must be one of ['linear', 'power', 'none'], got 'cubic'",
         "report.relation[1].x: missing",
     ]

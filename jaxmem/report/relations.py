@@ -12,13 +12,14 @@ range. With `missing = "drop"` it is left out. With "high" or "low" it ranks abo
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from jaxmem.report.capacity.linear import fit_line, fit_verdicts, passed
+from jaxmem.report.capacity.linear import fit_line, fit_verdicts, judged, passed
 from jaxmem.report.expressions import row_values
 from jaxmem.report.files import write_csv
 from jaxmem.report.relations_plot import plot_relations
@@ -27,6 +28,7 @@ from jaxmem.spec.report_relations import Relation
 from jaxmem.spec.tables import names_of
 
 FILL = {"high": math.inf, "low": -math.inf}
+NUMBER = re.compile(r"(-?\d+(?:\.\d+)?(?:e-?\d+)?)")
 MISSING_WORDS = {"drop": "left out", "high": "ranked above every value", "low": "ranked below every value"}
 
 
@@ -36,6 +38,8 @@ def relation_rows(relation: Relation, runs: pd.DataFrame, searches: pd.DataFrame
     if relation.over_searches:
         frame = searches.assign(capacity=searches["capacity"].where(searches["censored"].fillna("") == ""))
         frame = with_run_metrics(frame, runs, sorted(n for n in names_of(relation.x) if n.startswith("final_")))
+    for name, values in relation.where:
+        frame = frame[frame[name].isin(values)] if name in frame else frame.iloc[:0]
     if frame.empty:
         return pd.DataFrame(columns=["group", "x", "y"])
     x, y = row_values(relation.x, frame), row_values(relation.y, frame)
@@ -48,6 +52,11 @@ def with_run_metrics(searches: pd.DataFrame, runs: pd.DataFrame, metrics: list[s
         return searches
     medians = runs.groupby(["point", "seed"])[metrics].median().reset_index()
     return searches.drop(columns=[m for m in metrics if m in searches]).merge(medians, on=["point", "seed"], how="left")
+
+
+def natural(label: str) -> list:
+    """A sort key that orders the numbers inside labels by value ("n=50" before "n=100")."""
+    return [(0, float(part), "") if NUMBER.fullmatch(part) else (1, 0.0, part) for part in NUMBER.split(label) if part]
 
 
 def ranked(y: pd.Series, missing: str) -> np.ndarray:
@@ -115,16 +124,15 @@ def interior_minimum(medians: pd.DataFrame) -> bool | None:
 
 
 def verdicts(relation: Relation, fit: dict, rho: float, interior: bool | None) -> dict:
-    """PASS (True) / FAIL (False) per expectation the relation states; None where it states none."""
+    """PASS (True) / FAIL (False) / UNMEASURED per expectation the relation states; None where it states none."""
     slope, r2 = fit.get("b", math.nan), fit.get("r2", math.nan)
     sign = {"increasing": 1, "decreasing": -1}.get(relation.rank)
+    lo_hi = relation.expect_slope
     return {
-        "slope_pass": None
-        if relation.expect_slope is None
-        else bool(relation.expect_slope[0] <= slope <= relation.expect_slope[1]),
-        "r2_pass": None if relation.min_r2 is None else bool(r2 >= relation.min_r2),
-        "rank_pass": None if sign is None else bool(math.isfinite(rho) and sign * rho >= relation.min_rank),
-        "minimum_pass": None if relation.minimum is None else bool(interior),
+        "slope_pass": judged(lo_hi is not None, slope, lambda b: lo_hi[0] <= b <= lo_hi[1]),
+        "r2_pass": judged(relation.min_r2 is not None, r2, lambda value: value >= relation.min_r2),
+        "rank_pass": judged(sign is not None, rho, lambda value: sign * value >= relation.min_rank),
+        "minimum_pass": judged(relation.minimum is not None, math.nan if interior is None else 0.0, lambda _: interior),
     }
 
 
@@ -132,7 +140,8 @@ def summarise(relation: Relation, rows: pd.DataFrame) -> tuple[pd.DataFrame, lis
     """The per-x table and, per group, the fit, ρ, the interior-minimum check and the verdicts."""
     table = per_x(rows, relation.missing)
     fits = []
-    for group, medians in table.groupby("group", sort=True):
+    for group in sorted(table["group"].unique(), key=natural):
+        medians = table[table["group"] == group]
         fit, rho = fitted(relation, medians), spearman(rows[rows["group"] == group], relation.missing)
         interior = interior_minimum(medians)
         fits.append(
@@ -182,7 +191,13 @@ def relation_section(relation: Relation, table: pd.DataFrame, fits: list[dict]) 
         for r in table.itertuples(index=False)
     ]
     missing = MISSING_WORDS[relation.missing]
-    lines = [f"### {relation.label}", "", f"y = {relation.y}; x = {relation.x}; rows without a value {missing}.", ""]
+    kept = "".join(f"; only {name} in {list(values)}" for name, values in relation.where)
+    lines = [
+        f"### {relation.label}",
+        "",
+        f"y = {relation.y}; x = {relation.x}{kept}; rows without a value {missing}.",
+        "",
+    ]
     lines += [markdown_table(headers, body), ""]
     for f in fits:
         where = f"{f['group']}: " if grouped else ""

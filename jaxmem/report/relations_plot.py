@@ -4,6 +4,7 @@ their 25–75 % bars and the fitted line (dashed); log-log axes for a power fit.
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ from jaxmem.report.text import number  # noqa: E402
 from jaxmem.spec.report_relations import Relation  # noqa: E402
 
 COLUMNS = 3
+TITLE_WIDTH = 60  # characters per line of a panel's title
 
 
 def fitted_curve(relation: Relation, fit: dict, x: np.ndarray) -> np.ndarray:
@@ -53,7 +55,8 @@ def draw_relation(ax, relation: Relation, table: pd.DataFrame, fits: list[dict])
                     ax.plot(
                         xs, [y] * xs.size, marker, color=color, transform=edge, label=f"{prefix}median ±∞ (no value)"
                     )
-    if relation.fit == "power":
+    finite = table[np.isfinite(table["median"].to_numpy(float))]
+    if relation.fit == "power" and (finite["x"] > 0).any() and (finite["median"] > 0).any():
         ax.set_xscale("log")
         ax.set_yscale("log")
         xs = np.unique(table["x"].to_numpy(float))
@@ -64,9 +67,10 @@ def draw_relation(ax, relation: Relation, table: pd.DataFrame, fits: list[dict])
             ax.xaxis.set_minor_formatter(ticker.NullFormatter())
     ax.set_xlabel(relation.x_label)
     ax.set_ylabel(relation.y_label)
-    ax.set_title(relation.label, fontsize="small")
+    ax.set_title("\n".join(textwrap.wrap(relation.label, TITLE_WIDTH)), fontsize="small")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="x-small")
+    entries = len(ax.get_legend_handles_labels()[1])
+    ax.legend(fontsize="xx-small" if entries > 6 else "x-small", ncol=2 if entries > 6 else 1)
 
 
 def plot_relations(path: Path, results: list[tuple[Relation, pd.DataFrame, list[dict]]]) -> Path:

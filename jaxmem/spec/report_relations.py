@@ -5,6 +5,7 @@
     y = "steps_to_threshold"      # an expression of a run's columns (below)
     fit = "linear"                # "linear" y = a + b·x (default), "power" ln y = a + b·ln x, "none"
     group_by = ["H"]              # one line, fit and rank test per combination (default: one)
+    where = { model = "gt" }      # only the rows with these config values (a value or a list of values)
     expect_slope = [0.5, 2]       # the fitted b passes inside [lo, hi]
     min_r2 = 0.9                  # and R² at least this
     rank = "increasing"           # Spearman ρ(x, y) over every run must have this sign ...
@@ -27,9 +28,21 @@ from __future__ import annotations
 
 import dataclasses
 
-from jaxmem.spec.tables import Table, choice, field_names, formula, names_of, number, pair, text
+from jaxmem.spec.tables import Table, choice, expect, field_names, formula, names_of, number, pair, text
 
-RELATION_KEYS = ("x", "y", "fit", "group_by", "expect_slope", "min_r2", "rank", "min_rank", "minimum", "missing")
+RELATION_KEYS = (
+    "x",
+    "y",
+    "fit",
+    "group_by",
+    "where",
+    "expect_slope",
+    "min_r2",
+    "rank",
+    "min_rank",
+    "minimum",
+    "missing",
+)
 RELATION_KEYS += ("label", "x_label", "y_label")
 RUN_QUANTITIES = frozenset(
     {"max_metric", "final_metric", "final_loss", "steps_run", "steps_to_threshold", "wall_time_s"}
@@ -53,6 +66,7 @@ class Relation:
     min_rank: float = DEFAULT_MIN_RANK
     minimum: str | None = None
     missing: str = "drop"
+    where: tuple[tuple[str, tuple], ...] = ()  # (config field, the values kept)
 
     @property
     def over_searches(self) -> bool:
@@ -93,6 +107,8 @@ def read_relation(
         return None
     group_by = t.get("group_by", field_names, ())
     t.check("group_by", group_by, run, "a config field, lr or seed")
+    where = t.get("where", kept_values, ())
+    t.check("where", [name for name, _ in where], run, "a config field, lr or seed")
     x_label, y_label = t.get("x_label", text, x), t.get("y_label", text, y)
     return Relation(
         x=x,
@@ -108,4 +124,11 @@ def read_relation(
         min_rank=min_rank,
         minimum=t.get("minimum", choice("interior")),
         missing=t.get("missing", choice("drop", "high", "low"), "drop"),
+        where=where,
     )
+
+
+def kept_values(value) -> tuple[tuple[str, tuple], ...]:
+    """`where`: {field: value or [values]} as ((field, values), ...)."""
+    expect(isinstance(value, dict) and value, "a table of config fields and the values kept", value)
+    return tuple((str(k), tuple(v) if isinstance(v, list) else (v,)) for k, v in value.items())

@@ -58,13 +58,23 @@ def linear_fit(spec: LinearFit, rows: pd.DataFrame, variable: str) -> dict:
     slopes = [fit_line(*xy(spec, point_means(part), variable))["b"] for _, part in rows.groupby("seed")]
     result["seed_b"] = moments(slopes)
     lo_hi = spec.expect_slope
-    result["slope_pass"] = None if lo_hi is None else bool(lo_hi[0] <= result["b"] <= lo_hi[1])
-    result["r2_pass"] = None if spec.min_r2 is None else bool(result["r2"] >= spec.min_r2)
+    result["slope_pass"] = judged(lo_hi is not None, result["b"], lambda b: lo_hi[0] <= b <= lo_hi[1])
+    result["r2_pass"] = judged(spec.min_r2 is not None, result["r2"], lambda r2: r2 >= spec.min_r2)
     return result
 
 
-def passed(ok: bool) -> str:
-    return f"**{'PASS' if ok else 'FAIL'}**"
+UNMEASURED = "unmeasured"  # a verdict whose value could not be computed (e.g. a fit over fewer than 2 points)
+
+
+def judged(expected: bool, value: float, ok) -> bool | str | None:
+    """A verdict: None without an expectation, UNMEASURED for a NaN value, else whether `ok(value)`."""
+    if not expected:
+        return None
+    return UNMEASURED if not math.isfinite(value) else bool(ok(value))
+
+
+def passed(ok: bool | str) -> str:
+    return "**not measurable**" if ok == UNMEASURED else f"**{'PASS' if ok else 'FAIL'}**"
 
 
 def fit_verdicts(spec, result: dict) -> list[str]:
