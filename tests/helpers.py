@@ -10,10 +10,12 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from jaxmem.experiments.nichani24 import assoc_memory
 from jaxmem.engine.program import Settings, dyn_arrays, make_segment
 from jaxmem.plan.buckets import static_shape, traced_values
+from jaxmem.plan.runs import run_key
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_SPEC = ROOT / "tests" / "specs" / "tiny_mlp.toml"
@@ -81,3 +83,28 @@ def jaxmem_cli(*args, env_extra=None, cwd=ROOT, **kwargs) -> subprocess.Popen:
         text=True,
         **kwargs,
     )
+
+
+def run_steps(exp, config, pad, lr, steps=3):
+    """`steps` SGD steps of `exp` at `config` with sizes padded by `pad`, then an evaluation:
+    (params, metrics). One program; the step is compiled once (a fori_loop)."""
+    full = exp.effective(config)
+    shape = static_shape(exp, full, pad)
+    dyn = {k: jnp.asarray(v) for k, v in traced_values(exp, full).items()} | {"lr": jnp.asarray(lr)}
+    key = run_key(0, 3)
+    opt = exp.optimizer(dyn)
+
+    @jax.jit
+    def go():
+        params, problem = exp.init(key, shape, dyn)
+
+        def step(t, carry):
+            params, state = carry
+            grads = jax.grad(exp.loss)(params, problem, shape, dyn, jax.random.fold_in(key, t))
+            updates, state = opt.update(grads, state, params)
+            return optax.apply_updates(params, updates), state
+
+        params, _ = jax.lax.fori_loop(0, steps, step, (params, opt.init(params)))
+        return params, exp.evaluate(params, problem, shape, dyn)
+
+    return go()

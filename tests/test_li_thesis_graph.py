@@ -6,12 +6,10 @@ across n_nodes, m and n_labeled."""
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
+from helpers import run_steps
 
 from jaxmem.experiments.li_thesis import graph_generators, gt_model, gt_node_classification
-from jaxmem.plan.buckets import static_shape, traced_values
-from jaxmem.plan.runs import run_key
 
 N, M, DEGREE = 120, 6, 10
 pattern_graph = jax.jit(graph_generators.pattern_graph, static_argnums=(1, 7))
@@ -122,31 +120,6 @@ def test_the_gcn_aggregates_a_uniform_mean():
 
 
 CONFIG = {"n_nodes": 60, "n_labeled": 20, "degree": 8, "k_sampled": 6, "d": 8, "M": 5, "m": 6, "batch": 4}
-
-
-def run_steps(exp, config, pad, lr, steps=3):
-    """`steps` SGD steps of `exp` at `config` with sizes padded by `pad`, then an evaluation:
-    (params, metrics). One program; the step is compiled once (a fori_loop)."""
-    full = exp.effective(config)
-    shape = static_shape(exp, full, pad)
-    dyn = {k: jnp.asarray(v) for k, v in traced_values(exp, full).items()} | {"lr": jnp.asarray(lr)}
-    key = run_key(0, 3)
-    opt = exp.optimizer(dyn)
-
-    @jax.jit
-    def go():
-        params, problem = exp.init(key, shape, dyn)
-
-        def step(t, carry):
-            params, state = carry
-            grads = jax.grad(exp.loss)(params, problem, shape, dyn, jax.random.fold_in(key, t))
-            updates, state = opt.update(grads, state, params)
-            return optax.apply_updates(params, updates), state
-
-        params, _ = jax.lax.fori_loop(0, steps, step, (params, opt.init(params)))
-        return params, exp.evaluate(params, problem, shape, dyn)
-
-    return go()
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_li_thesis_graph import run_steps
+from helpers import run_steps
 
 from jaxmem.experiments.li_thesis import gcn_model, gcn_sampling, graph_generators
 
