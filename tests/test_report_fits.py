@@ -176,6 +176,19 @@ def test_write_report_with_linear_fit_ratio_and_success_map(tmp_path):
     assert "| 14, 15, 15, 16 |" in text
 
 
+def test_a_point_at_x_zero_is_answered_and_fitted_linearly_but_not_by_the_power_law(tmp_path):
+    """x = m_T = 0 (e.g. σ = 0 or ‖μ‖ = 0 in the thesis's sweeps): its searches count as answered and
+    enter the linear fit; only the power law and the log-log plot leave it out."""
+    searches = searches_frame(m_Ts=(0, 1, 2))
+    table = {"x": "m_T", "fit_linear": {"x": "m_T", "y": "n"}}
+    write_report(tmp_path, options(table), searches, runs_frame(searches), {}, success=RULE)
+    text = (tmp_path / "report.md").read_text()
+    assert pd.read_csv(tmp_path / "capacity.csv").set_index("m_T").loc[0, "n_seeds"] == 4
+    fit = next(line for line in text.splitlines() if line.startswith("| n = a + b · m_T |"))
+    assert "| 1.0000 | 3 |" in fit  # the three points, m_T = 0 included: n* = 5 + 10 m_T exactly
+    assert "1 grid points had no answered search (or an x ≤ 0" in text  # the power law's two points
+
+
 def test_without_the_new_keys_the_capacity_report_is_unchanged(tmp_path):
     searches = searches_frame()
     write_report(tmp_path, options({"x": "m_T"}), searches, runs_frame(searches), {}, success=RULE)

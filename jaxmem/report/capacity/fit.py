@@ -62,7 +62,8 @@ def seed_slopes(rows: pd.DataFrame, x: str, expression: str | None, variable: st
     for _, seed_rows in rows.groupby("seed"):
         per_point = seed_rows.groupby("point")[[x, "capacity"]].mean()
         y = apply_fit(expression, variable, per_point["capacity"])
-        slope, _ = fit_power_law(per_point[x][y > 0], y[y > 0])
+        keep = (y > 0) & (per_point[x].to_numpy(float) > 0)
+        slope, _ = fit_power_law(per_point[x][keep], y[keep])
         if np.isfinite(slope):
             slopes.append(slope)
     return slopes
@@ -135,7 +136,7 @@ def summarise(report_spec: ReportSpec, searches: pd.DataFrame) -> dict:
     table = point_table(searches, x)
     table = table[table["n_seeds"] > 0]
     y = apply_fit(expression, variable, table["capacity_mean"])
-    fittable = y > 0
+    fittable = (y > 0) & (pd.to_numeric(table[x], errors="coerce") > 0).to_numpy()  # a power law needs x > 0
     table, y = table[fittable], y[fittable]
     slope, intercept = fit_power_law(table[x], y)
     seed_mean, seed_std, n_seed_fits = moments(seed_slopes(rows, x, expression, variable))

@@ -104,7 +104,10 @@ def left_out_text(summary: dict) -> str:
             f", {above} censored above and {below} below the range searched (their answers are not known: "
             "where a point has censored searches its mean leans into the range, which its median does not)"
         )
-    return text + (f"; {summary['excluded_points']} grid points had no answered search and are left out of the fit.")
+    return text + (
+        f"; {summary['excluded_points']} grid points had no answered search (or an x ≤ 0, which a power law cannot "
+        "take) and are left out of the fit."
+    )
 
 
 def slope_section(summary: dict) -> str:

@@ -64,9 +64,10 @@ def plot_capacity(path: Path, report_spec: ReportSpec, searches: pd.DataFrame, s
     x = x_column(report_spec, searches)
     group_by = group_columns(report_spec, searches)
     variable = summary["variable"]
-    rows = searches[usable_mask(searches, x)]
+    rows = searches[usable_mask(searches, x) & (pd.to_numeric(searches[x], errors="coerce") > 0)]  # log axes
     table = point_table(searches, x)
-    table = table[table["n_seeds"] > 0].sort_values([x, "point"], kind="stable")
+    table = table[(table["n_seeds"] > 0) & (pd.to_numeric(table[x], errors="coerce") > 0)]
+    table = table.sort_values([x, "point"], kind="stable")
     table_labels, row_labels = group_labels(table, group_by), group_labels(rows, group_by)
 
     fig, ax = plt.subplots(figsize=(7, 5))

@@ -62,7 +62,8 @@ def censored_side(searches: pd.DataFrame) -> pd.Series:
 
 
 def usable_mask(searches: pd.DataFrame, x: str) -> pd.Series:
-    """Searches answered inside their range with a finite positive capacity and x: what a fit can use."""
+    """Searches answered inside their range with a finite positive capacity and a finite x: what the
+    point table, the linear fits and the ratios use (the power law and the log-log plot also need x > 0)."""
     capacity = pd.to_numeric(searches["capacity"], errors="coerce")
     xs = pd.to_numeric(searches[x], errors="coerce")
-    return (capacity > 0) & np.isfinite(capacity) & (xs > 0) & np.isfinite(xs) & (censored_side(searches) == "")
+    return (capacity > 0) & np.isfinite(capacity) & np.isfinite(xs) & (censored_side(searches) == "")
