@@ -68,7 +68,8 @@ def test_missing_high_ranks_above_every_value_in_rho_and_quantiles():
     kept = rows.dropna()
     assert spearman(rows, "drop") == pytest.approx(stats.spearmanr(kept["x"], kept["y"]).statistic)
     last = per_x(rows, "high").iloc[-1]
-    assert last["max"] == math.inf and last["median"] == 500 and last.missing == 1  # order statistic, not inf-inf
+    assert last["max"] == math.inf and last["median"] == 500 and last.missing == 1  # [490, 500, ∞]: no ∞ − ∞
+    assert (last["q25"], last["q75"]) == (495, math.inf)  # interpolated; towards ∞ the quantile is a bound
     assert per_x(relation_rows(drop, runs, pd.DataFrame()), "drop").iloc[-1]["max"] == 500
 
 
@@ -84,6 +85,8 @@ def test_linear_fit_over_medians_and_its_verdicts():
     (strict,) = relation({"x": "1/alpha", "y": "steps_to_threshold", "expect_slope": [0, 1], "rank": "decreasing"})
     _, (fit,) = summarise(strict, relation_rows(strict, runs_frame(), pd.DataFrame()))
     assert fit["slope_pass"] is False and fit["rank_pass"] is False and fit["r2_pass"] is None
+    (open_ended,) = relation({"x": "1/alpha", "y": "steps_to_threshold", "expect_slope": [0, math.inf]})  # b > 0
+    assert summarise(open_ended, relation_rows(open_ended, runs_frame(), pd.DataFrame()))[1][0]["slope_pass"] is True
 
 
 def test_power_fit_recovers_the_exponent_and_the_u_shape_is_found():
@@ -151,7 +154,7 @@ def test_the_report_writes_the_files_and_the_section(tmp_path):
     assert fits["relation"].tolist() == ["T against 1/α", "final_test_loss against alpha"]
     text = (tmp_path / "report.md").read_text()
     assert "## Relations" in text and "### T against 1/α" in text
-    assert "| 5 | 3 | 1 | 500 | 490 – ∞ | 490 – ∞ |" in text
+    assert "| 5 | 3 | 1 | 500 | 495 – ∞ | 490 – ∞ |" in text  # linear quantiles, towards ∞ a bound
     assert "Expected: ρ ≥ 0.8: **PASS**" in text and "interior minimum: **PASS**" in text
 
 

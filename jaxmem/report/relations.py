@@ -65,11 +65,22 @@ def ranked(y: pd.Series, missing: str) -> np.ndarray:
 
 
 def quartiles(y: np.ndarray) -> list[float]:
-    """q25, median, q75: interpolated between finite values; order statistics once a value is ±∞
-    (interpolating towards an infinity means nothing); NaN without values."""
+    """q25, median, q75, interpolated linearly between order statistics; a quantile that interpolates
+    towards ±∞ is ±∞ (a bound). NaN without values."""
     if not y.size:
         return [math.nan] * 3
-    return list(np.quantile(y, [0.25, 0.5, 0.75], method="linear" if np.isfinite(y).all() else "inverted_cdf"))
+    ordered = np.sort(y)
+    return [interpolated(ordered, q) for q in (0.25, 0.5, 0.75)]
+
+
+def interpolated(ordered: np.ndarray, q: float) -> float:
+    """The q-quantile of sorted values (numpy's "linear" rule, without ∞ − ∞)."""
+    position = q * (ordered.size - 1)
+    low, high = ordered[math.floor(position)], ordered[math.ceil(position)]
+    weight = position - math.floor(position)
+    if weight == 0 or low == high:
+        return float(low)
+    return float(high) if math.isinf(high) else float(low) if math.isinf(low) else float(low + weight * (high - low))
 
 
 def cell(value: float) -> str:

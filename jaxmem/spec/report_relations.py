@@ -6,7 +6,7 @@
     fit = "linear"                # "linear" y = a + b·x (default), "power" ln y = a + b·ln x, "none"
     group_by = ["H"]              # one line, fit and rank test per combination (default: one)
     where = { model = "gt" }      # only the rows with these config values (a value or a list of values)
-    expect_slope = [0.5, 2]       # the fitted b passes inside [lo, hi]
+    expect_slope = [0.5, 2]       # the fitted b passes inside [lo, hi] (inf / -inf for an open end)
     min_r2 = 0.9                  # and R² at least this
     rank = "increasing"           # Spearman ρ(x, y) over every run must have this sign ...
     min_rank = 0.8                # ... and |ρ| at least this (default 0.8)
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from jaxmem.spec.tables import Table, choice, expect, field_names, formula, names_of, number, pair, text
+from jaxmem.spec.tables import Table, bounds, choice, expect, field_names, formula, names_of, number, text
 
 RELATION_KEYS = (
     "x",
@@ -97,7 +97,7 @@ def read_relation(
     t.check("y", names_of(y), y_allowed, "a config field, lr, seed, final_<metric> or a run quantity")
     if y is not None and SEARCH_QUANTITY in names_of(y) and names_of(y) & (RUN_QUANTITIES | {"lr"}):
         t.problems.append(f"{t.path}.y: a search's capacity cannot be mixed with a run's quantities, got {y!r}")
-    expect_slope = t.get("expect_slope", pair)
+    expect_slope = t.get("expect_slope", bounds)
     if expect_slope is not None and expect_slope[0] > expect_slope[1]:
         t.problems.append(f"{t.path}.expect_slope: lo must not exceed hi, got {list(expect_slope)}")
     min_rank = t.get("min_rank", number, DEFAULT_MIN_RANK)

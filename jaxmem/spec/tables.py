@@ -105,6 +105,14 @@ def pair(value) -> tuple[float, float]:
     return float(value[0]), float(value[1])
 
 
+def bounds(value) -> tuple[float, float]:
+    """[lo, hi] where either end may be open (-inf, inf), e.g. an expected slope that must be > 0."""
+    ok = isinstance(value, list) and len(value) == 2
+    ok = ok and all(isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v) for v in value)
+    expect(ok, "[lo, hi] (numbers; -inf or inf for an open end)", value)
+    return float(value[0]), float(value[1])
+
+
 def formula(value) -> str:
     """An expression string (jaxmem.spec.expr), parsed now."""
     expect(isinstance(value, str), "an expression string", value)
