@@ -43,7 +43,7 @@ from jaxmem.persistence.store import FILENAME, Store, StoreError
 KILL_SPEC = ROOT / "tests" / "specs" / "tiny_kill.toml"
 LINEAR_SPEC = ROOT / "tests" / "specs" / "tiny_linear.toml"
 TIMING = ["wall_time_s", "finished_at"]  # the only columns two runs of one sweep may differ in
-KILLS = 20
+KILLS = 12
 OTHER_HOST = "node-7.other-cluster"
 
 

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from jaxmem.spec import sweep as specmod
 from jaxmem.driver.sweep import run_sweep
@@ -27,6 +28,7 @@ def smallest_separable_d(seed: int) -> int:
     raise AssertionError("no separable d found")
 
 
+@pytest.mark.slow  # ~18 s; goal = "smallest" searches are unit-tested in test_search.py
 def test_separability_threshold_search_finds_the_smallest_separable_d(tmp_path):
     raw = {
         "experiment": "ntp_linear",

@@ -15,7 +15,7 @@ BIG = lambda n, *_: 2 * n + 3  # noqa: E731 - every size padded, by an awkward a
     [
         {"model": "linear", "d": 8, "N": 30},
         {"model": "lowrank", "d": 8, "m": 4, "N": 20},
-        {"model": "mlp", "d": 8, "m": 12, "N": 40},
+        pytest.param({"model": "mlp", "d": 8, "m": 12, "N": 40}, marks=pytest.mark.slow),  # the mlp: also below
         {"model": "mlp", "d": 6, "m": 10, "N": 40, "M": 8},
     ],
 )

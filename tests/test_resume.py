@@ -97,6 +97,7 @@ def test_sigterm_saves_exits_distinctly_and_resumes(tmp_path, uninterrupted):
     assert_same(out, uninterrupted)
 
 
+@pytest.mark.slow  # ~12 s; SIGTERM mid-segment stays in the default set
 def test_sigterm_while_compiling_stops_before_the_next_bucket(tmp_path, uninterrupted):
     """A pre-emption notice during the first compile is honoured before the second bucket compiles
     (compiles can take minutes on an accelerator, longer than a grace period)."""
@@ -114,6 +115,7 @@ def test_sigterm_while_compiling_stops_before_the_next_bucket(tmp_path, uninterr
     assert_same(out, uninterrupted)
 
 
+@pytest.mark.slow  # ~14 s; damaged checkpoints are also tested without a sweep (test_fault_tolerance.py)
 def test_corrupted_checkpoint_is_detected_and_the_chunk_recomputed(tmp_path, uninterrupted):
     out = tmp_path / "corrupted"
     assert terminate_midway(out)[0] == EXIT_TERMINATED

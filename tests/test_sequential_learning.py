@@ -86,7 +86,7 @@ def test_random_dictionary_stays_in_blocks_and_sets_follow_it():
     "model, dictionary, scheme",
     [
         ("linear_attention", "structured", "constant"),
-        ("softmax_head", "random", "balanced"),
+        pytest.param("softmax_head", "random", "balanced", marks=pytest.mark.slow),  # ~9 s
         ("population", "random", "balanced"),
     ],
 )

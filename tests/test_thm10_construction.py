@@ -88,6 +88,7 @@ def test_parameter_count_group_sizes_and_impossible_shapes():
     assert "budget" in " ".join(EXP.check({**config, "H": 3}))  # M = 4 needs 4 heads
 
 
+@pytest.mark.slow  # ~9 s; the construction itself is tested above without the CLI
 def test_capacity_sweep_through_the_cli(tmp_path):
     spec = tmp_path / "thm10.toml"
     spec.write_text(
