@@ -53,7 +53,7 @@ def test_a_repeated_sweep_loads_its_programs_from_the_cache(tmp_path):
     pd.testing.assert_frame_equal(results(tmp_path / "warm"), results(tmp_path / "cold"))
 
 
-@pytest.mark.parametrize("how", ["flag", "env"])
+@pytest.mark.parametrize("how", ["flag", pytest.param("env", marks=pytest.mark.slow)])  # env: the same switch
 def test_the_cache_can_be_switched_off(tmp_path, how):
     cache = tmp_path / "cache"
     if how == "flag":

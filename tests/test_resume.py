@@ -54,6 +54,7 @@ def assert_same(out, uninterrupted):
     pd.testing.assert_frame_equal(trajectories(out), expected_trajectories)  # every evaluation, once
 
 
+@pytest.mark.slow  # ~12 s; kill -9 and resume are also in the default set of test_fault_tolerance.py
 def test_kill_9_then_resume_gives_identical_results(tmp_path, uninterrupted):
     out = tmp_path / "killed"
     for finished in (0, 12, 40):  # killed at three points: before any run finished, early, late
