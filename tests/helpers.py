@@ -108,3 +108,18 @@ def run_steps(exp, config, pad, lr, steps=3):
         return params, exp.evaluate(params, problem, shape, dyn)
 
     return go()
+
+
+def sgd_trained(exp, params, problem, shape, dyn, key, steps: int, lr: float = 1.0):
+    """`params` after `steps` plain SGD steps on `exp.loss` (batch key: `key` folded with the step), in
+    one compiled scan."""
+    opt = optax.sgd(lr)
+
+    def step(carry, t):
+        params, state = carry
+        grads = jax.grad(exp.loss)(params, problem, shape, dyn, jax.random.fold_in(key, t))
+        updates, state = opt.update(grads, state, params)
+        return (optax.apply_updates(params, updates), state), None
+
+    (final, _), _ = jax.jit(lambda p: jax.lax.scan(step, (p, opt.init(p)), jnp.arange(steps)))(params)
+    return final

@@ -7,8 +7,8 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
+from helpers import sgd_trained
 
 from jaxmem.experiments.li_thesis import cot_model, cot_tasks
 from jaxmem.experiments.li_thesis import cot_transformer as cot
@@ -112,15 +112,7 @@ def test_bad_configs_are_named():
 def trained():
     shape, dyn = split(SMALL)
     params, problem = cot.init(KEY, shape, dyn)
-    opt = optax.sgd(1.0)
-
-    def step(carry, t):
-        params, state = carry
-        grads = jax.grad(cot.loss)(params, problem, shape, dyn, jax.random.fold_in(KEY, t))
-        updates, state = opt.update(grads, state, params)
-        return (optax.apply_updates(params, updates), state), None
-
-    (final, _), _ = jax.jit(lambda p: jax.lax.scan(step, (p, opt.init(p)), jnp.arange(400)))(params)
+    final = sgd_trained(cot, params, problem, shape, dyn, KEY, 400)
     evaluate = jax.jit(lambda p, d: cot.evaluate(p, problem, shape, d))
     return params, final, dyn, evaluate
 

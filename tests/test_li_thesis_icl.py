@@ -7,8 +7,8 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
+from helpers import sgd_trained
 
 from jaxmem.experiments.li_thesis import icl_learners, icl_model, icl_task
 from jaxmem.experiments.li_thesis import icl_transformer as icl
@@ -122,15 +122,7 @@ def trained():
     """A small model trained 150 SGD steps on the B.7 task (m = 32), with its problem and config."""
     shape, dyn = split({"m": 32, "n_test": 96, "batch": 32, "l_ts": 16, "l_tr": 16})
     params, problem = icl.init(KEY, shape, dyn)
-    opt = optax.sgd(1.0)
-
-    def step(carry, t):
-        params, state = carry
-        grads = jax.grad(icl.loss)(params, problem, shape, dyn, jax.random.fold_in(KEY, t))
-        updates, state = opt.update(grads, state, params)
-        return (optax.apply_updates(params, updates), state), None
-
-    (final, _), _ = jax.jit(lambda p: jax.lax.scan(step, (p, opt.init(p)), jnp.arange(150)))(params)
+    final = sgd_trained(icl, params, problem, shape, dyn, KEY, 150)
     evaluate = jax.jit(lambda p, d: icl.evaluate(p, problem, shape, d))
     return params, final, dyn, evaluate
 
