@@ -54,7 +54,15 @@ def run_program(
     state = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), blank)
     vacant = np.arange(slots) >= len(configs)
     state, _ = jax.jit(segment)(
-        state, dyn, seeds, problem_index, np.ones(slots, bool), vacant, np.int32(10**6), np.int32(slots + 1)
+        state,
+        dyn,
+        seeds,
+        problem_index,
+        np.ones(slots, bool),
+        vacant,
+        np.zeros(slots, bool),
+        np.int32(10**6),
+        np.int32(slots + 1),
     )
     return state
 

@@ -25,7 +25,12 @@ import jaxmem
 from helpers import ROOT
 from jaxmem.driver import sweep as driver
 from jaxmem.persistence import lock as locking
+from jaxmem.engine.executor import BucketRunner, compile_program, saved_part
+from jaxmem.engine.program import Settings
+from jaxmem.experiments.registry import get as get_experiment
 from jaxmem.persistence.checkpoints import MANIFEST, SlotCheckpoints
+from jaxmem.plan.buckets import bucket_of, padder
+from jaxmem.plan.runs import make_run
 from jaxmem.cli.main import main
 from jaxmem.persistence.lock import (
     LEASE_TIMEOUT,
@@ -343,6 +348,35 @@ def test_an_intact_checkpoint_restores_the_newest(tmp_path):
     state, meta = _restore(tmp_path, abstract)
     assert meta == {"slots": [1]}
     np.testing.assert_array_equal(state["step"], states[1]["step"])
+
+
+def test_a_checkpoint_leaves_the_problem_out_and_a_restore_rebuilds_it(tmp_path):
+    """A saved bucket holds everything but the problem (the training set of large-n runs would dominate
+    every save); a runner restored from it rebuilds each slot's problem, bit for bit, from the run's key."""
+    exp = get_experiment("assoc_memory")
+    runs = [make_run(exp.complete({"model": "mlp", "d": 8, "m": 16, "N": 100}), s, 0.01, "N", 100, 0) for s in (0, 1)]
+    bucket = bucket_of(exp, runs[0].config, padder(2.0))
+    settings = Settings(steps=64, eval_every=8, metric="accuracy", hit_threshold=0.99, stop_threshold=2.0)
+    program = compile_program(exp, bucket, settings, 2, runs[0], jax.devices()[:1])
+    lookup = {r.run_id: r for r in runs}.get
+    first = BucketRunner(exp, bucket, settings, program, runs[0], tmp_path, lookup)
+    for run in runs:
+        first.enqueue(run)
+    first.step()
+    first.checkpoint(force=True)
+    problem, steps = jax.device_get((first.state.problem, first.state.step))
+    first.close()
+
+    saved, meta = _restore(tmp_path, saved_part(program.abstract_state))
+    assert "problem" not in saved and "params" in saved and meta["n_slots"] == 2
+    restored = BucketRunner(exp, bucket, settings, program, runs[0], tmp_path, lookup)
+    assert restored.occupied == 2 and restored.rederive.all()
+    assert not any(np.any(leaf) for leaf in jax.tree.leaves(jax.device_get(restored.state.problem)))
+    restored.step()
+    for got, want in zip(jax.tree.leaves(jax.device_get(restored.state.problem)), jax.tree.leaves(problem)):
+        np.testing.assert_array_equal(got, want)
+    assert (np.asarray(restored.state.step) > steps).all()
+    restored.close(remove_checkpoints=True)
 
 
 def test_a_save_is_sealed_as_soon_as_it_finishes(tmp_path):

@@ -92,15 +92,17 @@ def test_slots_are_bounded_by_the_memory_budget(spec, reference, tmp_path, monke
     pd.testing.assert_frame_equal(searches, reference[1])
 
 
-def test_a_chunk_out_of_memory_is_split_and_its_runs_retried(spec, reference, tmp_path, monkeypatch, capsys):
-    """The second segment of every 4-slot program (runs in flight) fails with XLA's out-of-memory
-    error: the bucket is rebuilt with 2 slots and every run still finishes, with the same results."""
+def test_a_chunk_out_of_memory_is_split_and_its_runs_retried(spec, reference, tmp_path, monkeypatch, capsys, caplog):
+    """The second segment of every 4-slot program (runs in flight, checkpointed) fails with XLA's
+    out-of-memory error: the bucket is rebuilt with 2 slots and every run still finishes, with the same
+    results; the 4-slot checkpoints are dropped, not offered to the 2-slot program as unusable."""
     step, calls = BucketRunner.step, {}
 
     def flaky(runner):
         calls[runner.bucket.id, runner.n_slots] = calls.get((runner.bucket.id, runner.n_slots), 0) + 1
         if runner.n_slots == 4 and calls[runner.bucket.id, 4] == 2:
             assert runner.occupied, "the failing chunk holds runs in flight"
+            runner.checkpoint(force=True)
             raise jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1.00GiB.")
         return step(runner)
 
@@ -108,6 +110,7 @@ def test_a_chunk_out_of_memory_is_split_and_its_runs_retried(spec, reference, tm
     driver.run_sweep(spec, tmp_path, quiet=True)
     assert set(map(tuple, compiled_slots(tmp_path).values())) == {(4, 2)}
     assert "out of memory with 4 slots" in capsys.readouterr().err
+    assert "unusable" not in caplog.text
     runs, searches = results(tmp_path)
     assert runs.index.is_unique
     pd.testing.assert_frame_equal(runs, reference[0])

@@ -469,7 +469,7 @@ class Sweep:
                 f"bucket {runner.bucket.id} ({runner.bucket.label()}) does not fit in device memory with one run "
                 f"per device: {_first_line(err)}"
             ) from err
-        runner.close()
+        runner.close(remove_checkpoints=True)  # saved for its slot count: the replacement could not read them
         self.progress.note(
             f"bucket {runner.bucket.id}: out of memory with {runner.n_slots} slots ({_first_line(err)}); "
             f"retrying its {len(runs)} runs with {runner.n_slots // 2} slots"

@@ -23,6 +23,7 @@ from jaxmem.engine.device_memory import peak_bytes
 from jaxmem.plan.runs import Run
 from jaxmem.plan.buckets import Bucket, traced_values
 from jaxmem.engine.program import (
+    RunState,
     Settings,
     dyn_arrays,
     final_eval_points,
@@ -80,7 +81,8 @@ class Finished:
 class Program:
     """A bucket's compiled segment program for a fixed number of slots."""
 
-    run: Callable  # jax.stages.Compiled: (state, dyn, seeds, problem_index, refill, vacant, max_blocks, stop_after)
+    run: Callable  # jax.stages.Compiled: (state, dyn, seeds, problem_index, refill, vacant, rederive, max_blocks,
+    # stop_after)
     abstract_state: object  # the slots' RunState as ShapeDtypeStructs, sharded over the devices
     mesh: Mesh
     slots: int
@@ -102,6 +104,18 @@ def abstract_state(exp: Experiment, bucket: Bucket, settings: Settings, slots: i
     return jax.eval_shape(init_all, seeds, seeds, template_dyn(exp, settings, slots, template))
 
 
+def saved_part(state: RunState) -> dict:
+    """What a checkpoint holds of the slots' state: all but the problem, which `init` derives from each
+    run's key and traced values (the training sets of large-n runs would dominate every save)."""
+    return {name: value for name, value in state._asdict().items() if name != "problem"}
+
+
+def with_blank_problem(saved: dict, abstract: RunState, sharding) -> RunState:
+    """A restored `saved_part` as a RunState whose problem is zeros, for the next segment to rebuild."""
+    blank = jax.tree.map(lambda a: jax.device_put(np.zeros(a.shape, a.dtype), sharding), abstract.problem)
+    return RunState(**saved, problem=blank)
+
+
 def nbytes(tree) -> int:
     return sum(math.prod(a.shape) * a.dtype.itemsize for a in jax.tree.leaves(tree))
 
@@ -117,7 +131,7 @@ def compile_program(exp: Experiment, bucket: Bucket, settings: Settings, slots: 
     dyn = template_dyn(exp, settings, slots, template)
     ints, flags = np.zeros(slots, np.int32), np.zeros(slots, bool)
     scalar = jax.ShapeDtypeStruct((), np.int32, sharding=NamedSharding(mesh, P()))
-    args = (jax.tree.map(on_mesh, dyn), on_mesh(ints), on_mesh(ints), on_mesh(flags), on_mesh(flags), scalar, scalar)
+    args = (jax.tree.map(on_mesh, dyn), on_mesh(ints), on_mesh(ints), *[on_mesh(flags)] * 3, scalar, scalar)
     segment, _ = make_segment(exp, bucket.shape_dict, settings, axis="runs")
     program = sharded_segment(segment, mesh, "runs", settings)
     compiled = jax.jit(program, donate_argnums=0).lower(state, *args).compile()
@@ -162,6 +176,7 @@ class BucketRunner:
         self.seeds = np.full(slots, template.seed, np.int32)
         self.problem_index = np.full(slots, template.problem_index, np.int32)
         self.abstract_state = program.abstract_state
+        self.rederive = np.zeros(slots, bool)  # restored slots, whose problem the next segment rebuilds
         store = SlotCheckpoints if jax.process_count() == 1 else LocalSlotCheckpoints  # orbax saves in lock-step
         self.checkpoints = store(checkpoint_dir)
         self.state = None
@@ -191,7 +206,7 @@ class BucketRunner:
         self.dyn["budget"][i] = self.budget(run)
         self.seeds[i], self.problem_index[i] = run.seed, run.problem_index
 
-    def _args(self, refill, vacant, max_blocks, stop_after):
+    def _args(self, refill, vacant, rederive, max_blocks, stop_after):
         put = lambda x: jax.device_put(x, self.shard)  # noqa: E731
         scalar = lambda x: jax.device_put(np.int32(x), self.replicated)  # noqa: E731
         return (
@@ -200,6 +215,7 @@ class BucketRunner:
             put(self.problem_index),
             put(refill),
             put(vacant),
+            put(rederive),
             scalar(max_blocks),
             scalar(stop_after),
         )
@@ -225,7 +241,8 @@ class BucketRunner:
             max_blocks = min(max_blocks, self.settings.history - 1)
         stop_after = max(1, self.n_slots // 4) if self.queue else self.n_slots + 1
         start = time.perf_counter()
-        self.state, blocks = self.program.run(state, *self._args(refill, vacant, max_blocks, stop_after))
+        rederive, self.rederive = self.rederive & ~refill, np.zeros(self.n_slots, bool)
+        self.state, blocks = self.program.run(state, *self._args(refill, vacant, rederive, max_blocks, stop_after))
         summary = jax.device_get(
             {
                 "done": self.state.done,
@@ -303,7 +320,7 @@ class BucketRunner:
             return
         self.unsaved_s = 0.0
         self.checkpoints.save(
-            self.state,
+            saved_part(self.state),
             {
                 "slots": [r.run_id if r else None for r in self.slots],
                 "wall": self.wall.tolist(),
@@ -312,10 +329,10 @@ class BucketRunner:
         )
 
     def _restore(self, lookup: Callable[[str], Run | None]) -> None:
-        restored = self.checkpoints.restore(self.abstract_state)
+        restored = self.checkpoints.restore(saved_part(self.abstract_state))
         if restored is None:
             return
-        state, meta = restored
+        saved, meta = restored
         if meta.get("n_slots") != self.n_slots:
             return
         for i, run_id in enumerate(meta["slots"]):
@@ -323,7 +340,8 @@ class BucketRunner:
             if run is not None:
                 self._place(i, run)
                 self.wall[i] = meta["wall"][i]
-        self.state = state
+                self.rederive[i] = True
+        self.state = with_blank_problem(saved, self.abstract_state, self.shard)
 
     def close(self, remove_checkpoints: bool = False) -> None:
         self.checkpoints.close(remove=remove_checkpoints)

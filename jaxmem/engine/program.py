@@ -290,13 +290,24 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
     init_all = over_slots(init_one)
     block_all = over_slots(block_one)
 
-    def segment(state: RunState, dyn: dict, seeds, problem_index, refill, vacant, max_blocks, stop_after):
-        """Refill slots, then run blocks until `max_blocks` ran, all slots are done, or
-        `stop_after` runs finished during this segment. The history restarts every segment (the
-        host reads it after each one), so `max_blocks` must stay below `Settings.history` when on."""
+    def refresh(state: RunState, dyn: dict, seeds, problem_index, refill, rederive) -> RunState:
+        """Initialise the `refill` slots, and rebuild the problem of the `rederive` ones (a checkpoint
+        leaves it out: `init` derives it from the run's key and traced values alone)."""
+        fresh = init_all(seeds, problem_index, dyn)
+        state = tree_where(refill, fresh, state)
+        return state._replace(problem=tree_where(rederive, fresh.problem, state.problem))
+
+    def segment(state: RunState, dyn: dict, seeds, problem_index, refill, vacant, rederive, max_blocks, stop_after):
+        """Refill slots (and rebuild restored slots' problems), then run blocks until `max_blocks` ran,
+        all slots are done, or `stop_after` runs finished during this segment. The history restarts
+        every segment (the host reads it after each one), so `max_blocks` must stay below
+        `Settings.history` when on."""
         state = state._replace(history_len=state.history_len * 0)  # (keeps the per-device sharding type)
         state = jax.lax.cond(
-            jnp.any(refill), lambda s: tree_where(refill, init_all(seeds, problem_index, dyn), s), lambda s: s, state
+            jnp.any(refill | rederive),
+            lambda s: refresh(s, dyn, seeds, problem_index, refill, rederive),
+            lambda s: s,
+            state,
         )
         state = state._replace(done=state.done | vacant)
         done_at_start = state.done
@@ -352,7 +363,7 @@ def sharded_segment(segment, mesh, axis: str, settings: Settings):
     return jax.shard_map(
         segment,
         mesh=mesh,
-        in_specs=(runs,) * 6 + (replicated, replicated),
+        in_specs=(runs,) * 7 + (replicated, replicated),
         out_specs=(runs, replicated),
         check_vma=settings.integrator != "gradient_flow",
     )
