@@ -176,6 +176,19 @@ def test_write_report_with_linear_fit_ratio_and_success_map(tmp_path):
     assert "| 14, 15, 15, 16 |" in text
 
 
+def test_a_search_sweep_without_a_finished_search_still_maps_its_probes(tmp_path):
+    """A capped or interrupted search sweep whose probes ran but none of whose searches finished: the
+    report draws the success map of the probes so far (the phase diagram), with no answers yet."""
+    searches = searches_frame()
+    table = {"x": "m_T", "success_map": {"x": "m_T"}}
+    paths = write_report(
+        tmp_path, options(table), searches.iloc[:0], runs_frame(searches), {}, success=RULE, search_variable="n"
+    )
+    assert [p.name for p in paths] == ["success_map.csv", "success_map.png", "report.md"]
+    text = (tmp_path / "report.md").read_text()
+    assert "No search has finished yet" in text and "| 1 | 4: 0/4 · 8: 0/4 · 12: 0/4 · 16: 4/4" in text
+
+
 def test_a_point_at_x_zero_is_answered_and_fitted_linearly_but_not_by_the_power_law(tmp_path):
     """x = m_T = 0 (e.g. σ = 0 or ‖μ‖ = 0 in the thesis's sweeps): its searches count as answered and
     enter the linear fit; only the power law and the log-log plot leave it out."""

@@ -106,5 +106,6 @@ def report(out_dir: str | Path, report_table: dict | None = None) -> Path:
         compiles=compiles,
         final_eval=load_results(out_dir, "final_eval") if resolved.get("final_eval") else None,
         final_axes=list(resolved.get("final_eval", {})),
+        search_variable=resolved.get("search", {}).get("variable"),
     )
     return paths[-1]

@@ -18,7 +18,7 @@ import pandas as pd
 
 from jaxmem.experiments.interface import Experiment
 from jaxmem.persistence.store import ORDER, expand_config
-from jaxmem.report.capacity.report import write_capacity_report
+from jaxmem.report.capacity.report import write_capacity_report, write_success_map
 from jaxmem.report.checks.references import reference_section
 from jaxmem.report.checks.rejected import rejected_section
 from jaxmem.report.files import write_text
@@ -64,6 +64,7 @@ def write_report(
     compiles: pd.DataFrame | None = None,
     final_eval: pd.DataFrame | None = None,
     final_axes: list[str] | None = None,
+    search_variable: str | None = None,
 ) -> list[Path]:
     """Write the report files into out_dir and return their paths, report.md last.
 
@@ -74,6 +75,8 @@ def write_report(
     `experiment`, the stored `raw_runs` (JSON config and final_metrics) and the `compiles` table,
     report.md also gets the rejected instances, the reference checks and the buckets. `final_eval` is
     the store's test-time table (jaxmem.persistence.store.final_eval_frame) over `final_axes`.
+    `search_variable`: the spec's searched variable, for the success map of a search sweep whose
+    probes ran but none of whose searches has finished (a capped or interrupted sweep).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -87,6 +90,8 @@ def write_report(
         sections += write_capacity_report(out_dir, report_spec, searches, runs, success, train_metric, written)
     elif is_grid_sweep(runs):
         sections += write_grid_report(out_dir, report_spec, runs, success, train_metric, written)
+    elif search_variable and report_spec.success_map is not None and not runs.empty:
+        sections.append(write_success_map(out_dir, report_spec, searches, runs, search_variable, written))
     axes = spec_axes(raw_runs) if raw_runs is not None else None
     sections += write_trajectory_report(out_dir, report_spec, trajectories, runs, planned, written, axes)
     if final_eval is not None:

@@ -60,8 +60,8 @@ def write_success_map(
     table = probe_table(report_spec, runs)
     written.append(write_csv(table, out_dir / "success_map.csv"))
     if table.empty:
-        return success_map_section(report_spec, table, searches, None)
+        return success_map_section(report_spec, table, searches, None, variable)
     x_label = report_spec.success_map.x_label or map_axes(report_spec)[0]
     found = answers(report_spec, searches)
     written.append(plot_success_map(out_dir / "success_map.png", report_spec, table, found, variable, x_label))
-    return success_map_section(report_spec, table, searches, "success_map.png")
+    return success_map_section(report_spec, table, searches, "success_map.png", variable)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from jaxmem.report.capacity.searches import censored_side, search_variable
+from jaxmem.report.capacity.searches import censored_side
 from jaxmem.report.expressions import row_values
 from jaxmem.report.text import group_labels, markdown_table, number
 from jaxmem.spec.report_tables import ReportSpec
@@ -43,7 +43,10 @@ def probe_table(report_spec: ReportSpec, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def answers(report_spec: ReportSpec, searches: pd.DataFrame) -> pd.DataFrame:
-    """Each search's group, x and answer (`capacity`; NaN when it has none) and its `censored` side."""
+    """Each search's group, x and answer (`capacity`; NaN when it has none) and its `censored` side
+    (no rows before the first search finishes)."""
+    if searches.empty:
+        return pd.DataFrame(columns=["group", "x", "seed", "capacity", "censored"])
     frame = placed(searches, report_spec)
     frame["capacity"] = pd.to_numeric(frame["capacity"], errors="coerce")
     frame["censored"] = censored_side(searches)
@@ -58,11 +61,10 @@ def answer_text(rows: pd.DataFrame) -> str:
 
 
 def success_map_section(
-    report_spec: ReportSpec, table: pd.DataFrame, searches: pd.DataFrame, plot_name: str | None
+    report_spec: ReportSpec, table: pd.DataFrame, searches: pd.DataFrame, plot_name: str | None, variable: str
 ) -> str:
     """The `## Success map` section: per panel and x, every probed value with its successes over the
     seeds that probed it, and the seeds' answers."""
-    variable = search_variable(searches)
     x, group_by = map_axes(report_spec)
     x_label = report_spec.success_map.x_label or x
     found = answers(report_spec, searches)
@@ -76,6 +78,7 @@ def success_map_section(
         f"## Success map\n\nEvery probe of the searches by {x_label} and {variable}: the seeds whose search "
         f"probed that {variable} and how many of them succeeded (at any learning rate), with each search's "
         f"answer (≥ / ≤: censored above / below its range). Table: success_map.csv."
+        + (" No search has finished yet: the map holds the probes run so far." if searches.empty else "")
     )
     text = f"{intro}\n\n" + markdown_table(headers, rows)
     return text + (f"\n\n![success map]({plot_name})" if plot_name else "")
