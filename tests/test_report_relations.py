@@ -120,6 +120,23 @@ def test_group_by_fits_each_group_and_searches_leave_censored_answers_out():
     assert table["missing"].tolist() == [0, 1] and table["median"].tolist() == [11, 40]
 
 
+def test_a_search_censored_below_its_range_ranks_low_even_when_missing_ranks_high():
+    """`goal = "smallest"`: a seed that succeeds at the lowest n probed (censored below) has the smallest
+    answer, not a missing one; one never succeeding (censored above) ranks past every answer."""
+    searches = pd.DataFrame(
+        {
+            "alpha": [0.5] * 4 + [0.25] * 4,
+            "seed": [0, 1, 2, 3] * 2,
+            "capacity": [8, 20, 30, 40, 50, 60, 70, 512],
+            "censored": ["below", "", "", "", "", "", "", "above"],
+        }
+    )
+    (cap,) = relation({"x": "alpha", "y": "capacity", "missing": "high"}, search=True)
+    table = per_x(relation_rows(cap, pd.DataFrame(), searches), cap.missing).set_index("x")
+    assert table.loc[0.5, "min"] == -math.inf and table.loc[0.5, "median"] == 25 and table.loc[0.5, "missing"] == 1
+    assert table.loc[0.25, "max"] == math.inf and table.loc[0.25, "median"] == 65
+
+
 def test_where_keeps_the_rows_with_the_listed_values():
     (rel,) = relation({"x": "1/alpha", "y": "steps_to_threshold", "where": {"H": 2}})
     rows = relation_rows(rel, runs_frame(), pd.DataFrame())

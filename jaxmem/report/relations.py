@@ -7,6 +7,8 @@ section.
 A row without a value is a run whose threshold was never reached, or a search censored outside its
 range. With `missing = "drop"` it is left out. With "high" or "low" it ranks above or below every value
 (+∞ or −∞ in ρ and the quantiles, so a median can be infinite); the fit still uses finite medians only.
+A censored search ranks on its own side whatever `missing` says (unless "drop"): above its range at
++∞, below it (an answer at most the lowest value probed) at −∞.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pandas as pd
 from scipy import stats
 
 from jaxmem.report.capacity.linear import fit_line, fit_verdicts, judged, passed
+from jaxmem.report.capacity.searches import censored_side
 from jaxmem.report.expressions import row_values
 from jaxmem.report.files import write_csv
 from jaxmem.report.relations_plot import plot_relations
@@ -28,22 +31,26 @@ from jaxmem.spec.report_relations import Relation
 from jaxmem.spec.tables import names_of
 
 FILL = {"high": math.inf, "low": -math.inf}
+SIDE_FILL = {"above": math.inf, "below": -math.inf}
 NUMBER = re.compile(r"(-?\d+(?:\.\d+)?(?:e-?\d+)?)")
 MISSING_WORDS = {"drop": "left out", "high": "ranked above every value", "low": "ranked below every value"}
 
 
 def relation_rows(relation: Relation, runs: pd.DataFrame, searches: pd.DataFrame) -> pd.DataFrame:
-    """One row per run (per search when y uses `capacity`): group, x, and y (NaN: no value)."""
-    frame = runs
+    """One row per run (per search when y uses `capacity`): group, x, y (NaN: no value) and a censored
+    search's `side` ("above", "below"; "" otherwise)."""
+    frame = runs.assign(side="")
     if relation.over_searches:
-        frame = searches.assign(capacity=searches["capacity"].where(searches["censored"].fillna("") == ""))
+        side = censored_side(searches) if not searches.empty else ""
+        frame = searches.assign(capacity=searches["capacity"].where(side == ""), side=side)
         frame = with_run_metrics(frame, runs, sorted(n for n in names_of(relation.x) if n.startswith("final_")))
     for name, values in relation.where:
         frame = frame[frame[name].isin(values)] if name in frame else frame.iloc[:0]
     if frame.empty:
-        return pd.DataFrame(columns=["group", "x", "y"])
+        return pd.DataFrame(columns=["group", "x", "y", "side"])
     x, y = row_values(relation.x, frame), row_values(relation.y, frame)
-    return pd.DataFrame({"group": group_labels(frame, list(relation.group_by)), "x": x, "y": y})
+    group = group_labels(frame, list(relation.group_by))
+    return pd.DataFrame({"group": group, "x": x, "y": y, "side": frame["side"].to_numpy()})
 
 
 def with_run_metrics(searches: pd.DataFrame, runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
@@ -59,9 +66,13 @@ def natural(label: str) -> list:
     return [(0, float(part), "") if NUMBER.fullmatch(part) else (1, 0.0, part) for part in NUMBER.split(label) if part]
 
 
-def ranked(y: pd.Series, missing: str) -> np.ndarray:
-    """The values that count: NaN left out ("drop") or put at ±∞ ("high", "low")."""
-    return y.fillna(FILL[missing]).to_numpy(float) if missing in FILL else y.dropna().to_numpy(float)
+def ranked(rows: pd.DataFrame, missing: str) -> np.ndarray:
+    """The values of `rows` that count: a row without one left out ("drop") or put at ±∞ ("high",
+    "low"; a censored search at the side it is censored on)."""
+    if missing not in FILL:
+        return rows["y"].dropna().to_numpy(float)
+    fill = rows["side"].map(SIDE_FILL).fillna(FILL[missing])
+    return rows["y"].fillna(fill).to_numpy(float)
 
 
 def quartiles(y: np.ndarray) -> list[float]:
@@ -93,7 +104,7 @@ def per_x(rows: pd.DataFrame, missing: str) -> pd.DataFrame:
     count (`ranked`)."""
     out = []
     for (group, x), part in rows.groupby(["group", "x"], sort=True):
-        y = ranked(part["y"], missing)
+        y = ranked(part, missing)
         quantiles = quartiles(y)
         low, high = (y.min(), y.max()) if y.size else (math.nan, math.nan)
         out.append(
@@ -118,7 +129,7 @@ def fitted(relation: Relation, medians: pd.DataFrame) -> dict:
 def spearman(rows: pd.DataFrame, missing: str) -> float:
     """ρ(x, y) over the rows that count (`ranked`); NaN with fewer than 3 or a constant side."""
     part = rows if missing in FILL else rows.dropna(subset=["y"])
-    x, y = part["x"].to_numpy(float), ranked(part["y"], missing)
+    x, y = part["x"].to_numpy(float), ranked(part, missing)
     if len(y) < 3 or np.unique(x).size < 2 or np.unique(y).size < 2:
         return math.nan
     return float(stats.spearmanr(x, y).statistic)
