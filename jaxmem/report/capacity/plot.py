@@ -51,12 +51,17 @@ def guide_curve(expression: str, variable: str, lo: float, hi: float) -> tuple[n
 
 
 def fit_curve(summary: dict, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
-    """(x, variable) along the fitted law fit(variable) = e^intercept · x^slope, variable in [lo, hi]."""
+    """(x, variable) along the fitted law fit(variable) = e^intercept · x^slope, variable in [lo, hi]; the
+    points whose x is finite (none for a flat law: slope 0 gives no x for a variable)."""
     values = np.geomspace(lo, hi, GRID_POINTS)
+    if not summary["slope"]:
+        return np.array([]), np.array([])
     fitted = apply_fit(summary["fit"], summary["variable"], values)
     keep = fitted > 0
-    x = (fitted[keep] / np.exp(summary["intercept"])) ** (1.0 / summary["slope"])
-    return x, values[keep]
+    with np.errstate(over="ignore"):  # a nearly flat law sends x past the float range: not drawn
+        x = (fitted[keep] / np.exp(summary["intercept"])) ** (1.0 / summary["slope"])
+    finite = np.isfinite(x)
+    return x[finite], values[keep][finite]
 
 
 def plot_capacity(path: Path, report_spec: ReportSpec, searches: pd.DataFrame, summary: dict) -> Path:
