@@ -137,6 +137,27 @@ def test_a_search_censored_below_its_range_ranks_low_even_when_missing_ranks_hig
     assert table.loc[0.25, "max"] == math.inf and table.loc[0.25, "median"] == 65
 
 
+def test_monotone_judges_the_medians_with_ties_and_bounds():
+    """The spec's "N*(0.5) non-increasing in α*": the medians, not a Spearman ρ over every noisy seed."""
+    searches = pd.DataFrame(
+        {
+            "alpha": [0.42] * 3 + [0.46] * 3 + [0.5] * 3,
+            "seed": [0, 1, 2] * 3,
+            "capacity": [90, 512, 512, 40, 95, 91, 91, 30, 200],
+            "censored": ["", "above", "above", "", "", "", "", "", ""],
+        }
+    )
+    (down,) = relation({"x": "alpha", "y": "capacity", "missing": "high", "monotone": "non-increasing"}, search=True)
+    _, (fit,) = summarise(down, relation_rows(down, pd.DataFrame(), searches))  # medians ∞, 91, 91
+    assert fit["monotone_pass"] is True
+    (up,) = relation({"x": "alpha", "y": "capacity", "missing": "high", "monotone": "non-decreasing"}, search=True)
+    assert summarise(up, relation_rows(up, pd.DataFrame(), searches))[1][0]["monotone_pass"] is False
+    one = searches[searches["alpha"] == 0.5]
+    assert summarise(down, relation_rows(down, pd.DataFrame(), one))[1][0]["monotone_pass"] == "unmeasured"
+    flat = searches.assign(capacity=512, censored="above")  # every median a bound at ∞: no trend
+    assert summarise(down, relation_rows(down, pd.DataFrame(), flat))[1][0]["monotone_pass"] is False
+
+
 def test_where_keeps_the_rows_with_the_listed_values():
     (rel,) = relation({"x": "1/alpha", "y": "steps_to_threshold", "where": {"H": 2}})
     rows = relation_rows(rel, runs_frame(), pd.DataFrame())
@@ -197,7 +218,15 @@ def test_keys_and_names_are_checked():
     assert problems_of({"x": "1/alpha", "y": "final_test_error / steps_run"}, grid) == []
     assert problems_of(
         [
-            {"x": "alph", "y": "capacity", "fit": "cubic", "min_rank": 2, "group_by": ["H"], "where": {"model": 1}},
+            {
+                "x": "alph",
+                "y": "capacity",
+                "fit": "cubic",
+                "min_rank": 2,
+                "group_by": ["H"],
+                "where": {"model": 1},
+                "monotone": "up",
+            },
             {"y": "steps_run"},
         ],
         grid,
@@ -210,6 +239,7 @@ def test_keys_and_names_are_checked():
         "report.relation[0].group_by: 'H' is not a config field, lr or seed; allowed: alpha, lr, n, seed",
         "report.relation[0].where: 'model' is not a config field, lr or seed; allowed: alpha, lr, n, seed",
         "report.relation[0].fit: must be one of ['linear', 'power', 'none'], got 'cubic'",
+        "report.relation[0].monotone: must be one of ['non-increasing', 'non-decreasing'], got 'up'",
         "report.relation[1].x: missing",
     ]
     search = Context(config=frozenset({"alpha", "n"}), metrics=frozenset({"test_error"}), variable="n")

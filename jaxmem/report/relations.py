@@ -145,7 +145,19 @@ def interior_minimum(medians: pd.DataFrame) -> bool | None:
     return 0 < where < len(finite) - 1
 
 
-def verdicts(relation: Relation, fit: dict, rho: float, interior: bool | None) -> dict:
+def monotone_medians(medians: pd.DataFrame, direction: str) -> bool | None:
+    """Whether the per-x medians (a bound at ±∞ included) never rise ("non-increasing") or never fall
+    ("non-decreasing") as x grows, and move that way at least once (all equal is no trend); None with
+    fewer than 2 medians."""
+    ordered = medians.dropna(subset=["median"]).sort_values("x")["median"].to_numpy(float)
+    if len(ordered) < 2:
+        return None
+    steps = np.diff(np.where(np.isinf(ordered), np.sign(ordered) * np.finfo(float).max, ordered))
+    toward = -steps if direction == "non-increasing" else steps
+    return bool(np.all(toward >= 0) and np.any(toward > 0))
+
+
+def verdicts(relation: Relation, fit: dict, rho: float, interior: bool | None, monotone: bool | None) -> dict:
     """PASS (True) / FAIL (False) / UNMEASURED per expectation the relation states; None where it states none."""
     slope, r2 = fit.get("b", math.nan), fit.get("r2", math.nan)
     sign = {"increasing": 1, "decreasing": -1}.get(relation.rank)
@@ -154,6 +166,9 @@ def verdicts(relation: Relation, fit: dict, rho: float, interior: bool | None) -
         "slope_pass": judged(lo_hi is not None, slope, lambda b: lo_hi[0] <= b <= lo_hi[1]),
         "r2_pass": judged(relation.min_r2 is not None, r2, lambda value: value >= relation.min_r2),
         "rank_pass": judged(sign is not None, rho, lambda value: sign * value >= relation.min_rank),
+        "monotone_pass": judged(
+            relation.monotone is not None, math.nan if monotone is None else 0.0, lambda _: monotone
+        ),
         "minimum_pass": judged(relation.minimum is not None, math.nan if interior is None else 0.0, lambda _: interior),
     }
 
@@ -166,13 +181,14 @@ def summarise(relation: Relation, rows: pd.DataFrame) -> tuple[pd.DataFrame, lis
         medians = table[table["group"] == group]
         fit, rho = fitted(relation, medians), spearman(rows[rows["group"] == group], relation.missing)
         interior = interior_minimum(medians)
+        monotone = monotone_medians(medians, relation.monotone) if relation.monotone else None
         fits.append(
             {
                 "group": group,
                 **fit,
                 "spearman": rho,
                 "interior_minimum": interior,
-                **verdicts(relation, fit, rho, interior),
+                **verdicts(relation, fit, rho, interior, monotone),
             }
         )
     return table, fits
@@ -184,6 +200,8 @@ def expectations(relation: Relation, result: dict) -> str:
     if result["rank_pass"] is not None:
         side = "≥ " if relation.rank == "increasing" else "≤ −"
         parts.append(f"ρ {side}{number(relation.min_rank)}: {passed(result['rank_pass'])}")
+    if result["monotone_pass"] is not None:
+        parts.append(f"medians {relation.monotone} in x: {passed(result['monotone_pass'])}")
     if result["minimum_pass"] is not None:
         parts.append(f"interior minimum: {passed(result['minimum_pass'])}")
     return "; ".join(parts) or "–"

@@ -10,6 +10,9 @@
     min_r2 = 0.9                  # and R² at least this
     rank = "increasing"           # Spearman ρ(x, y) over every run must have this sign ...
     min_rank = 0.8                # ... and |ρ| at least this (default 0.8)
+    monotone = "non-increasing"   # the per-x medians never rise ("non-decreasing": never fall) along x
+                                  # and move at least once (ties allowed, all equal is no trend): a
+                                  # trend of the medians, e.g. of N*(0.5) over trials
     minimum = "interior"          # the smallest per-x median lies strictly inside the x range (a U-shape)
     missing = "high"              # a run without a value ranks above ("high") or below ("low") every
                                   # value, or is left out ("drop", the default)
@@ -40,6 +43,7 @@ RELATION_KEYS = (
     "min_r2",
     "rank",
     "min_rank",
+    "monotone",
     "minimum",
     "missing",
 )
@@ -64,6 +68,7 @@ class Relation:
     min_r2: float | None = None
     rank: str | None = None
     min_rank: float = DEFAULT_MIN_RANK
+    monotone: str | None = None
     minimum: str | None = None
     missing: str = "drop"
     where: tuple[tuple[str, tuple], ...] = ()  # (config field, the values kept)
@@ -122,6 +127,7 @@ def read_relation(
         min_r2=t.get("min_r2", number),
         rank=t.get("rank", choice("increasing", "decreasing")),
         min_rank=min_rank,
+        monotone=t.get("monotone", choice("non-increasing", "non-decreasing")),
         minimum=t.get("minimum", choice("interior")),
         missing=t.get("missing", choice("drop", "high", "low"), "drop"),
         where=where,
