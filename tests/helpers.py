@@ -105,29 +105,25 @@ def run_steps(exp, config, pad, lr, steps=3):
     @jax.jit
     def go():
         params, problem = exp.init(key, shape, dyn)
-
-        def step(t, carry):
-            params, state = carry
-            grads = jax.grad(exp.loss)(params, problem, shape, dyn, jax.random.fold_in(key, t))
-            updates, state = opt.update(grads, state, params)
-            return optax.apply_updates(params, updates), state
-
-        params, _ = jax.lax.fori_loop(0, steps, step, (params, opt.init(params)))
+        params = trained(exp, opt, params, problem, shape, dyn, key, steps)
         return params, exp.evaluate(params, problem, shape, dyn)
 
     return go()
 
 
 def sgd_trained(exp, params, problem, shape, dyn, key, steps: int, lr: float = 1.0):
-    """`params` after `steps` plain SGD steps on `exp.loss` (batch key: `key` folded with the step), in
-    one compiled scan."""
-    opt = optax.sgd(lr)
+    """`params` after `steps` plain SGD steps on `exp.loss`, in one compiled program."""
+    return jax.jit(lambda p: trained(exp, optax.sgd(lr), p, problem, shape, dyn, key, steps))(params)
 
-    def step(carry, t):
+
+def trained(exp, opt, params, problem, shape, dyn, key, steps: int):
+    """`params` after `steps` steps of `opt` on `exp.loss` (batch key: `key` folded with the step); to be
+    traced inside a jitted function (a fori_loop: the step compiles once)."""
+
+    def step(t, carry):
         params, state = carry
         grads = jax.grad(exp.loss)(params, problem, shape, dyn, jax.random.fold_in(key, t))
         updates, state = opt.update(grads, state, params)
-        return (optax.apply_updates(params, updates), state), None
+        return optax.apply_updates(params, updates), state
 
-    (final, _), _ = jax.jit(lambda p: jax.lax.scan(step, (p, opt.init(p)), jnp.arange(steps)))(params)
-    return final
+    return jax.lax.fori_loop(0, steps, step, (params, opt.init(params)))[0]

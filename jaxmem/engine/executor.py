@@ -110,10 +110,15 @@ def saved_part(state: RunState) -> dict:
     return {name: value for name, value in state._asdict().items() if name != "problem"}
 
 
+def device_zeros(abstract, sharding):
+    """Zeros shaped like the ShapeDtypeStructs of `abstract`, built on the host and placed by `sharding`
+    (nothing compiled)."""
+    return jax.tree.map(lambda a: jax.device_put(np.zeros(a.shape, a.dtype), sharding), abstract)
+
+
 def with_blank_problem(saved: dict, abstract: RunState, sharding) -> RunState:
     """A restored `saved_part` as a RunState whose problem is zeros, for the next segment to rebuild."""
-    blank = jax.tree.map(lambda a: jax.device_put(np.zeros(a.shape, a.dtype), sharding), abstract.problem)
-    return RunState(**saved, problem=blank)
+    return RunState(**saved, problem=device_zeros(abstract.problem, sharding))
 
 
 def nbytes(tree) -> int:
@@ -309,7 +314,7 @@ class BucketRunner:
     def _blank_state(self):
         """Placeholder slots for the first segment (every slot is initialised by it); built on the
         host so that nothing but the bucket's program is ever compiled."""
-        return jax.tree.map(lambda a: jax.device_put(np.zeros(a.shape, a.dtype), self.shard), self.abstract_state)
+        return device_zeros(self.abstract_state, self.shard)
 
     # -- checkpoints -----------------------------------------------------------------------------
     def checkpoint(self, force: bool = False) -> None:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from jaxmem.report.capacity.linear import fit_line, fit_verdicts, judged, passed
+from jaxmem.report.capacity.linear import checked, fit_line, fit_verdicts, judged, passed
 from jaxmem.report.capacity.searches import censored_side
 from jaxmem.report.expressions import row_values
 from jaxmem.report.files import write_csv
@@ -152,9 +152,10 @@ def monotone_medians(medians: pd.DataFrame, direction: str) -> bool | None:
     ordered = medians.dropna(subset=["median"]).sort_values("x")["median"].to_numpy(float)
     if len(ordered) < 2:
         return None
-    steps = np.diff(np.where(np.isinf(ordered), np.sign(ordered) * np.finfo(float).max, ordered))
-    toward = -steps if direction == "non-increasing" else steps
-    return bool(np.all(toward >= 0) and np.any(toward > 0))
+    earlier, later = ordered[:-1], ordered[1:]
+    if direction == "non-decreasing":
+        earlier, later = later, earlier
+    return bool(np.all(later <= earlier) and np.any(later < earlier))
 
 
 def verdicts(relation: Relation, fit: dict, rho: float, interior: bool | None, monotone: bool | None) -> dict:
@@ -166,10 +167,8 @@ def verdicts(relation: Relation, fit: dict, rho: float, interior: bool | None, m
         "slope_pass": judged(lo_hi is not None, slope, lambda b: lo_hi[0] <= b <= lo_hi[1]),
         "r2_pass": judged(relation.min_r2 is not None, r2, lambda value: value >= relation.min_r2),
         "rank_pass": judged(sign is not None, rho, lambda value: sign * value >= relation.min_rank),
-        "monotone_pass": judged(
-            relation.monotone is not None, math.nan if monotone is None else 0.0, lambda _: monotone
-        ),
-        "minimum_pass": judged(relation.minimum is not None, math.nan if interior is None else 0.0, lambda _: interior),
+        "monotone_pass": checked(relation.monotone is not None, monotone),
+        "minimum_pass": checked(relation.minimum is not None, interior),
     }
 
 

@@ -664,14 +664,7 @@ def read_report(value, problems: list[str], context: Context = Context()) -> Rep
         trajectory=read_trajectory(t.data.get("trajectory", {}), problems, context),
         final_eval=read_final_eval(t.data.get("final_eval", {}), problems, context),
         relations=_relations(t, context),
-        agreements=tuple(
-            a
-            for a in (
-                read_agreement(x, context.config, context.metrics)
-                for x in t.tables("agreement", AGREEMENT_KEYS, single=True)
-            )
-            if a is not None
-        ),
+        agreements=_agreements(t, context),
         search_goal=context.goal,
     )
 
@@ -681,6 +674,12 @@ def _relations(parent: Table, context: Context) -> tuple[Relation, ...]:
     searched = bool(context.searched_sweep)
     tables = parent.tables("relation", RELATION_KEYS, single=True)
     return tuple(r for r in (read_relation(t, context.run, context.metrics, searched) for t in tables) if r is not None)
+
+
+def _agreements(parent: Table, context: Context) -> tuple[Agreement, ...]:
+    """`[[report.agreement]]` (jaxmem.spec.report_agreement)."""
+    tables = parent.tables("agreement", AGREEMENT_KEYS, single=True)
+    return tuple(a for a in (read_agreement(t, context.config, context.metrics) for t in tables) if a is not None)
 
 
 def read_final_eval(value, problems: list[str], context: Context) -> FinalEvalSpec:

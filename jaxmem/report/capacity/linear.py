@@ -73,6 +73,13 @@ def judged(expected: bool, value: float, ok) -> bool | str | None:
     return UNMEASURED if not math.isfinite(value) else bool(ok(value))
 
 
+def checked(expected: bool, outcome: bool | None) -> bool | str | None:
+    """A yes/no check's verdict: None without an expectation, UNMEASURED when it could not be made."""
+    if not expected:
+        return None
+    return UNMEASURED if outcome is None else outcome
+
+
 def passed(ok: bool | str) -> str:
     return "**not measurable**" if ok == UNMEASURED else f"**{'PASS' if ok else 'FAIL'}**"
 
