@@ -7,6 +7,10 @@ experiments as a few jit-compiled, vmapped XLA programs.
 
 __version__ = "0.1.0"
 
+from jaxmem import cpu_runtime  # noqa: E402
+
+cpu_runtime.configure()  # before JAX creates its CPU backend (see jaxmem.cpu_runtime)
+
 from jaxmem.persistence.store import load_results  # noqa: E402
 
 
