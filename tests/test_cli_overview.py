@@ -13,7 +13,7 @@ from helpers import ROOT
 from jaxmem.cli import estimate, overrides
 from jaxmem.cli.main import main
 from jaxmem.driver import search
-from jaxmem.driver.resume import Found, checkpointed
+from jaxmem.persistence.progress import Found, checkpointed
 from jaxmem.driver.sweep import claim, run_sweep
 from jaxmem.persistence.store import CHECKED, Store
 from jaxmem.report.columns import tables

@@ -9,7 +9,7 @@ import pytest
 
 import jaxmem
 from helpers import RESULT_COLUMNS, TINY_SPEC, jaxmem_cli
-from jaxmem.driver.resume import inflight
+from jaxmem.persistence.progress import inflight
 from jaxmem.driver.sweep import EXIT_TERMINATED, run_sweep
 from jaxmem.spec.sweep import load
 

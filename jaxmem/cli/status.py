@@ -3,13 +3,12 @@ its counts. Reads the store read-only and never imports JAX, so it answers in ab
 
 from __future__ import annotations
 
-import json
 import time
 from datetime import datetime
 from pathlib import Path
 
-from jaxmem.driver.resume import PLANNED, Found, inflight
 from jaxmem.persistence.lock import lock_state, read_lease
+from jaxmem.persistence.progress import Found, finished, inflight, stored_progress
 from jaxmem.persistence.store import FILENAME, Store, elapsed
 
 READ = ("meta", "runs", "searches", "compiles")  # the tables status reads (and checks); not trajectories
@@ -20,14 +19,6 @@ def holds_results(out: Path) -> Path:
     if not (out / FILENAME).is_file():
         raise FileNotFoundError(f"{out} holds no jaxmem results ({FILENAME} is missing)")
     return out
-
-
-def finished(found: Found, out: Path) -> bool:
-    """All planned work is stored; for a store that predates the planned totals, a sweep that ran and
-    left no checkpoints folder (a finished run deletes it, a stopped one keeps it)."""
-    if found.units is not None:
-        return found.complete
-    return found.started and not (out / "checkpoints").exists()
 
 
 def state(lock: str, found: Found, done: bool) -> str:
@@ -52,17 +43,8 @@ def status(out: Path) -> str:
         compiles, last_write = store.table("compiles"), store.last_write()
     finally:
         store.close()
-    plan = json.loads(meta.get(PLANNED, "{}"))
     held, held_buckets = inflight(out / "checkpoints", runs)
-    found = Found(
-        len(runs),
-        len(searches),
-        plan.get("units"),
-        plan.get("runs"),
-        plan.get("search", bool(searches)),
-        held,
-        held_buckets,
-    )
+    found = stored_progress(meta, len(runs), len(searches), held, held_buckets)
     lock, done = lock_state(out), finished(found, out)
     lease = read_lease(out / ".lock")
     end = time.time() if lock.startswith("running") else max(last_write or 0.0, lease.heartbeat if lease else 0.0)

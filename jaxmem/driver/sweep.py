@@ -44,7 +44,7 @@ from jaxmem.persistence.lock import OutputLock
 from jaxmem.plan.runs import Run, make_run, point_id
 from jaxmem.plan.buckets import Bucket, bucket_of, padded_config, padder
 from jaxmem.driver.progress import Progress
-from jaxmem.driver.resume import PLANNED, Found, inflight, planned
+from jaxmem.persistence.progress import PLANNED, Found, inflight, planned
 from jaxmem.engine.program import Settings, final_eval_points, log_schedule
 from jaxmem.report.capacity.fit import fit_power_law
 from jaxmem.report.from_store import report
@@ -674,7 +674,7 @@ def claim(store: Store, spec: SweepSpec) -> None:
             "resolved_spec": resolved,
             "elapsed_s": str(total),
             SESSION: {"started_at": now, "elapsed_s": total},
-            PLANNED: planned(len(spec.points) * len(spec.seeds), len(spec.train.learning_rates), bool(spec.search)),
+            PLANNED: planned(len(spec.points), len(spec.seeds), len(spec.train.learning_rates), bool(spec.search)),
         }
     )
 

@@ -10,9 +10,12 @@ import pandas as pd
 
 from jaxmem.experiments.registry import find as find_experiment
 from jaxmem.experiments.registry import searching
-from jaxmem.persistence.store import expand_config, load_results
+from jaxmem.persistence.lock import lock_state
+from jaxmem.persistence.progress import finished, stored_progress
+from jaxmem.persistence.store import Store, expand_config, load_results
 from jaxmem.report.export import effective_runs, effective_searches, exported_runs
 from jaxmem.report.files import write_table
+from jaxmem.report.partial import Partial, partial_of
 from jaxmem.report.runs import expand_final_metrics
 from jaxmem.report.success import with_rule_defaults
 from jaxmem.report.text import number
@@ -64,6 +67,25 @@ def export_tables(out_dir: Path, runs: pd.DataFrame, searches: pd.DataFrame) -> 
     return written + (write_table(searches, out_dir, "searches") if not searches.empty else [])
 
 
+def last_result(out_dir: Path) -> float | None:
+    """The Unix time of the newest row the store records (Store.last_write), None in an empty store."""
+    store = Store(out_dir, verify=(), write=False)
+    try:
+        return store.last_write()
+    finally:
+        store.close()
+
+
+def unfinished(out_dir: Path, meta: dict, raw_runs: pd.DataFrame, raw_searches: pd.DataFrame) -> Partial | None:
+    """What report.md says of the sweep in `out_dir` when it is not finished (decided as `jaxmem status`
+    decides it, jaxmem.persistence.progress); None when it is."""
+    found = stored_progress(meta, len(raw_runs), len(raw_searches))
+    if finished(found, out_dir):
+        return None
+    points = (raw_searches if found.search else raw_runs)["point"].nunique()
+    return partial_of(found, points, lock_state(out_dir), last_result(out_dir))
+
+
 def report(out_dir: str | Path, report_table: dict | None = None) -> Path:
     """Write the stored tables (export_tables) and the files of jaxmem.report.write_report into
     `out_dir`; return report.md's path. `report_table`: a `[report]` table to use instead of the one
@@ -78,8 +100,9 @@ def report(out_dir: str | Path, report_table: dict | None = None) -> Path:
     folder = meta.get("experiment_folder", "")
     experiment = find_experiment(meta["experiment"], folder)
     raw_runs = load_results(out_dir, "runs", expand=False)
+    raw_searches = load_results(out_dir, "searches", expand=False)
     runs = expand_final_metrics(expand_config(effective_runs(raw_runs, experiment)))
-    searches = expand_config(effective_searches(load_results(out_dir, "searches", expand=False), experiment))
+    searches = expand_config(effective_searches(raw_searches, experiment))
     compiles = load_results(out_dir, "compiles")
     trajectories = load_results(out_dir, "trajectories")
     sweep = stored_sweep(resolved, folder)
@@ -107,5 +130,6 @@ def report(out_dir: str | Path, report_table: dict | None = None) -> Path:
         final_eval=load_results(out_dir, "final_eval") if resolved.get("final_eval") else None,
         final_axes=list(resolved.get("final_eval", {})),
         search_variable=resolved.get("search", {}).get("variable"),
+        partial=unfinished(out_dir, meta, raw_runs, raw_searches),
     )
     return paths[-1]

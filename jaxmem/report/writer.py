@@ -24,6 +24,7 @@ from jaxmem.report.checks.rejected import rejected_section
 from jaxmem.report.files import write_text
 from jaxmem.report.grid.report import is_grid_sweep, write_grid_report
 from jaxmem.report.overview import buckets_section, meta_section, runs_section
+from jaxmem.report.partial import Partial, marked
 from jaxmem.report.runs import expand_final_metrics
 from jaxmem.report.success import better
 from jaxmem.report.trajectory.report import write_trajectory_report
@@ -65,6 +66,7 @@ def write_report(
     final_eval: pd.DataFrame | None = None,
     final_axes: list[str] | None = None,
     search_variable: str | None = None,
+    partial: Partial | None = None,
 ) -> list[Path]:
     """Write the report files into out_dir and return their paths, report.md last.
 
@@ -76,7 +78,9 @@ def write_report(
     report.md also gets the rejected instances, the reference checks and the buckets. `final_eval` is
     the store's test-time table (jaxmem.persistence.store.final_eval_frame) over `final_axes`.
     `search_variable`: the spec's searched variable, for the success map of a search sweep whose
-    probes ran but none of whose searches has finished (a capped or interrupted sweep).
+    probes ran but none of whose searches has finished (a capped or interrupted sweep). `partial`: what
+    an unfinished sweep's report says of it (jaxmem.report.partial), in its first line and in every
+    section of results; None for a finished sweep.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -85,20 +89,26 @@ def write_report(
     raw_runs, compiles = canonical(raw_runs, "runs"), canonical(compiles, "compiles")
     train_metric = (train_spec or {}).get("metric")
     written: list[Path] = []
-    sections = [f"# {report_spec.title or 'Capacity report'}", meta_section(meta)]
+    results = []
     if not searches.empty:
-        sections += write_capacity_report(out_dir, report_spec, searches, runs, success, train_metric, written)
+        per_point = partial.per_point if partial is not None else None
+        results += write_capacity_report(
+            out_dir, report_spec, searches, runs, success, train_metric, written, planned=per_point
+        )
     elif is_grid_sweep(runs):
-        sections += write_grid_report(out_dir, report_spec, runs, success, train_metric, written)
+        results += write_grid_report(out_dir, report_spec, runs, success, train_metric, written)
     elif search_variable and report_spec.success_map is not None and not runs.empty:
-        sections.append(write_success_map(out_dir, report_spec, searches, runs, search_variable, written))
+        results.append(write_success_map(out_dir, report_spec, searches, runs, search_variable, written))
     axes = spec_axes(raw_runs) if raw_runs is not None else None
-    sections += write_trajectory_report(out_dir, report_spec, trajectories, runs, planned, written, axes)
+    results += write_trajectory_report(out_dir, report_spec, trajectories, runs, planned, written, axes)
     if final_eval is not None:
         metrics = list(experiment.metrics) if experiment is not None else []
-        sections += final_eval_sections(out_dir, report_spec.final_eval, final_eval, final_axes or [], metrics, written)
-    sections += relation_sections(out_dir, report_spec.relations, runs, searches, written)
-    sections += agreement_sections(out_dir, report_spec.agreements, runs, written)
+        results += final_eval_sections(out_dir, report_spec.final_eval, final_eval, final_axes or [], metrics, written)
+    results += relation_sections(out_dir, report_spec.relations, runs, searches, written)
+    results += agreement_sections(out_dir, report_spec.agreements, runs, written)
+    headline = partial.headline() if partial is not None else ""
+    sections = [f"# {report_spec.title or 'Capacity report'}", headline, meta_section(meta)]
+    sections += [marked(s, partial) for s in results]
     sections.append(runs_section(runs, success))
     if experiment is not None and raw_runs is not None:
         sections += [

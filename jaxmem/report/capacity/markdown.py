@@ -55,9 +55,21 @@ def sorted_points(table: pd.DataFrame, report_spec: ReportSpec, searches: pd.Dat
     return table.sort_values(keys, kind="stable")
 
 
-def capacity_section(report_spec: ReportSpec, searches: pd.DataFrame, variable: str, rule: SuccessRule | None) -> str:
+def answered_text(row: dict, planned: int | None) -> str:
+    """Answered searches of a grid point, of those finished ("3/4") or, in an unfinished sweep, of the
+    `planned` ones, with how many have not finished ("3/5 (1 not finished)")."""
+    if planned is None:
+        return f"{row['n_seeds']}/{row['n_searches']}"
+    missing = planned - row["n_searches"]
+    return f"{row['n_seeds']}/{planned}" + (f" ({missing} not finished)" if missing > 0 else "")
+
+
+def capacity_section(
+    report_spec: ReportSpec, searches: pd.DataFrame, variable: str, rule: SuccessRule | None, planned: int | None = None
+) -> str:
     """The per-point capacity table: censored quantiles, answered and censored counts, the answered
-    searches' mean ± std and bits per parameter."""
+    searches' mean ± std and bits per parameter. `planned`: the searches planned per grid point of an
+    unfinished sweep, which the answered counts are of."""
     table = sorted_points(capacity_points(report_spec, searches, variable), report_spec, searches)
     columns = list(dict.fromkeys(point_keys(report_spec, searches) + ["params"]))
     ratios = report_spec.ratios
@@ -76,7 +88,7 @@ def capacity_section(report_spec: ReportSpec, searches: pd.DataFrame, variable: 
             bounded(r["capacity_median"], r["capacity_median_censored"]),
             f"{bounded(r['capacity_q25'], r['capacity_q25_censored'])} – "
             f"{bounded(r['capacity_q75'], r['capacity_q75_censored'])}",
-            f"{r['n_seeds']}/{r['n_searches']}",
+            answered_text(r, planned),
             censored_text(r),
             mean_std(r["capacity_mean"], r["capacity_std"]),
             *(ratio_cell(r, ratio) for ratio in ratios),

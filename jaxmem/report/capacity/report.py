@@ -34,15 +34,16 @@ def write_capacity_report(
     rule: SuccessRule | None,
     train_metric: str | None,
     written: list[Path],
+    planned: int | None = None,
 ) -> list[str]:
     """Write capacity.csv and (with a fit) capacity.png into `out_dir`, appended to `written`; return the
-    report.md sections."""
+    report.md sections. `planned`: the searches planned per grid point of an unfinished sweep."""
     summary = summarise(report_spec, searches)
     variable = summary["variable"]
     points = sorted_points(capacity_points(report_spec, searches, variable), report_spec, searches)
     written.append(write_csv(points, Path(out_dir) / "capacity.csv"))  # in the order of report.md's table
     answered = searches[usable_mask(searches, x_column(report_spec, searches))]
-    sections = [capacity_section(report_spec, searches, variable, rule), slope_section(summary)]
+    sections = [capacity_section(report_spec, searches, variable, rule, planned), slope_section(summary)]
     sections += [linear_section(report_spec.fit_linear, answered, variable), bits_section(summary)]
     if summary["n_points"] > 0:
         written.append(plot_capacity(Path(out_dir) / "capacity.png", report_spec, searches, summary))

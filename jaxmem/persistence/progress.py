@@ -1,5 +1,6 @@
-"""What an output folder holds of its sweep: runs and searches done out of the planned totals, and the
-in-flight runs its checkpoints hold. Read without JAX: `jaxmem status` and the resume message share it."""
+"""What an output folder holds of its sweep: runs and searches done out of the planned totals, whether
+it is finished, and the in-flight runs its checkpoints hold. Read without JAX: `jaxmem status`, the
+resume message and the report of an unfinished sweep share it."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from pathlib import Path
 PLANNED = "planned"  # meta key: planned(spec), written when a run claims the folder
 
 
-def planned(units: int, learning_rates: int, search: bool) -> dict:
-    """The sweep's totals: its (point, seed) units and, for a grid sweep, its runs (a search's are
-    not known before it runs)."""
-    return {"units": units, "runs": None if search else units * learning_rates, "search": search}
+def planned(points: int, seeds: int, learning_rates: int, search: bool) -> dict:
+    """The sweep's totals: its grid points, its (point, seed) units and, for a grid sweep, its runs (a
+    search's are not known before it runs)."""
+    units = points * seeds
+    return {"units": units, "points": points, "runs": None if search else units * learning_rates, "search": search}
 
 
 def checkpointed(checkpoints: Path) -> dict[str, list[str]]:
@@ -42,12 +44,16 @@ class Found:
     search: bool
     inflight: int = 0  # runs in checkpoints, not yet stored
     inflight_buckets: int = 0
+    points: int | None = None  # grid points planned
+
+    def work(self) -> tuple[int, int | None]:
+        """(done, planned) of what finishes the sweep: its searches, or a grid sweep's runs."""
+        return (self.searches, self.units) if self.search else (self.runs, self.total_runs)
 
     @property
     def complete(self) -> bool:
-        if self.search:
-            return self.units is not None and self.searches >= self.units
-        return self.total_runs is not None and self.runs >= self.total_runs
+        done, total = self.work()
+        return total is not None and done >= total
 
     @property
     def started(self) -> bool:
@@ -73,6 +79,22 @@ class Found:
         if not self.started:
             return ""
         return f"resuming: {self.done()}; {self.inflight_text()} to restore"
+
+
+def stored_progress(meta: dict[str, str], runs: int, searches: int, held: int = 0, held_buckets: int = 0) -> Found:
+    """The progress of a store holding `runs` runs and `searches` searches, against the planned totals of
+    its meta (none in a store that predates them); `held` runs in checkpoints of `held_buckets` buckets."""
+    plan = json.loads(meta.get(PLANNED, "{}"))
+    search = plan.get("search", bool(searches))
+    return Found(runs, searches, plan.get("units"), plan.get("runs"), search, held, held_buckets, plan.get("points"))
+
+
+def finished(found: Found, out: Path) -> bool:
+    """All planned work is stored; for a store that predates the planned totals, a sweep that ran and
+    left no checkpoints folder (a finished run deletes it, a stopped one keeps it)."""
+    if found.units is not None:
+        return found.complete
+    return found.started and not (Path(out) / "checkpoints").exists()
 
 
 def inflight(checkpoints: Path, stored: set[str] | dict) -> tuple[int, int]:
