@@ -256,3 +256,42 @@ def test_sizes_beyond_what_the_experiment_supports_exit_2_and_write_nothing(
         code, _, err = call(capsys, "run", str(path), "--out", str(tmp_path / "out"), *extra)
         assert code == 2 and message in err and "the largest" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_too_long_output_folder_name_exits_2_naming_it(tmp_path, tiny, capsys, no_compile):
+    """Reliability issue, item 6: `OSError: File name too long` from `run` and `status`."""
+    long = tmp_path / ("a" * 256)
+    for argv in (["run", str(tiny), "--out", str(long), "--quiet"], ["status", str(long)]):
+        code, out, err = call(capsys, *argv)
+        assert code == 2 and out == ""
+        assert err.startswith(f"jaxmem: error: {'--out' if argv[0] == 'run' else 'output folder'} {long}: ")
+        assert "256 bytes long, more than file systems allow (255)" in err and err.count("\n") == 1
+    nested = tmp_path / "new" / ("b" * 300) / "c"  # below a folder still to be created
+    code, _, err = call(capsys, "run", str(tiny), "--out", str(nested), "--dry-run")
+    assert code == 2 and "300 bytes long" in err
+    assert sorted(tmp_path.iterdir()) == [tiny]
+
+
+@pytest.mark.parametrize("below", ["", "sub"])
+def test_an_output_folder_that_is_a_file_exits_2(tmp_path, tiny, capsys, no_compile, below):
+    """Reliability issue, item 6: `FileExistsError` from the lock (NotADirectoryError one level down)."""
+    file = tmp_path / "results.txt"
+    file.write_text("keep me\n")
+    out = file / below if below else file
+    for extra in ([], ["--dry-run"]):
+        code, _, err = call(capsys, "run", str(tiny), "--out", str(out), "--quiet", *extra)
+        assert code == 2 and err == f"jaxmem: error: --out {out}: {file} is a file, not a folder\n"
+    code, _, err = call(capsys, "status", str(file))
+    assert code == 2 and err == f"jaxmem: error: output folder {file}: {file} is a file, not a folder\n"
+    assert file.read_text() == "keep me\n"
+
+
+def test_an_empty_out_exits_2_instead_of_using_the_default_folder(tmp_path, tiny, capsys, no_compile, monkeypatch):
+    """Reliability issue, item 6: `--out ""` silently became results/<spec>-<preset>."""
+    monkeypatch.chdir(tmp_path)
+    for empty in ("", "  "):
+        code, _, err = call(capsys, "run", str(tiny), "--out", empty, "--quiet")
+        assert code == 2 and err == "jaxmem: error: --out: the name is empty; give a folder\n"
+    code, _, err = call(capsys, "status", "")
+    assert code == 2 and "the name is empty" in err
+    assert not (tmp_path / "results").exists()

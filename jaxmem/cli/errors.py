@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import sys
 
+
+class UsageError(ValueError):
+    """A command-line argument that cannot work (e.g. an output folder that is a file): exit 2."""
+
+
 EXIT_CODES = (  # (module, class, exit code), most specific first
     ("jaxmem.spec.sweep", "SpecError", 2),
+    ("jaxmem.cli.errors", "UsageError", 2),
     ("builtins", "FileNotFoundError", 2),
     ("jaxmem.persistence.lock", "LockError", 3),
     ("jaxmem.persistence.store", "StoreError", 4),

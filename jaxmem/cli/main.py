@@ -115,17 +115,20 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
 
 
 def output_folder(args, spec) -> Path:
-    """--out, or results/<spec>-<preset>, with a tag of the --set overrides (another sweep, another folder)."""
-    if args.out:
-        return Path(args.out)
+    """--out, or results/<spec>-<preset>, with a tag of the --set overrides (another sweep, another folder);
+    UsageError for a name that cannot be a folder (jaxmem.cli.paths.checked_folder)."""
     from jaxmem.cli.overrides import tag
+    from jaxmem.cli.paths import checked_folder
 
+    if args.out is not None:
+        return checked_folder(args.out, "--out")
     suffix = f"-set-{tag(args.overrides)}" if args.overrides else ""
-    return Path("results") / f"{spec.name}-{spec.preset or 'base'}{suffix}"
+    return checked_folder(str(Path("results") / f"{spec.name}-{spec.preset or 'base'}{suffix}"))
 
 
 def _run(args) -> int:
     from jaxmem.cli import views
+    from jaxmem.cli.status import ORIGIN
     from jaxmem.driver import distributed
     from jaxmem.driver import sweep as driver
     from jaxmem.engine import compile_cache
@@ -139,6 +142,7 @@ def _run(args) -> int:
     if args.dry_run:
         print(views.dry_run(spec, args.memory_cap, compile=args.compile, out=out))
         return 0
+    noted = {ORIGIN: views.origin(args.spec, args.overrides)}  # for `jaxmem status` to suggest resuming it
     cache = None if args.no_compile_cache else compile_cache.cache_dir()
     if cache is not None:
         compile_cache.enable(cache)
@@ -146,9 +150,11 @@ def _run(args) -> int:
         if count > 1:
             from jaxmem.driver.multihost import run_process
 
-            report = run_process(spec, out, process_id, count, quiet=args.quiet, memory_cap=args.memory_cap)
+            report = run_process(
+                spec, out, process_id, count, quiet=args.quiet, memory_cap=args.memory_cap, noted=noted
+            )
         else:
-            report = driver.run_sweep(spec, out, quiet=args.quiet, memory_cap=args.memory_cap)
+            report = driver.run_sweep(spec, out, quiet=args.quiet, memory_cap=args.memory_cap, noted=noted)
     except driver.Interrupted as err:
         print(f"jaxmem: {err}", file=sys.stderr)
         return driver.EXIT_TERMINATED if err.signum == 15 else driver.EXIT_INTERRUPTED
@@ -169,17 +175,19 @@ def _memory_cap(text: str) -> float | int:
 
 
 def _status(args) -> int:
+    from jaxmem.cli.paths import checked_folder
     from jaxmem.cli.status import status
 
-    print(status(Path(args.out)))
+    print(status(checked_folder(args.out)))
     return 0
 
 
 def _report(args) -> int:
+    from jaxmem.cli.paths import checked_folder
     from jaxmem.cli.views import edited_report_table, existing_output
     from jaxmem.report.from_store import report
 
-    out = existing_output(Path(args.out))
+    out = existing_output(checked_folder(args.out))
     table = edited_report_table(args.spec, args.preset, out) if args.spec else None
     print(report(out, table))
     return 0

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from jaxmem.cli import estimate, overrides
+from jaxmem.cli.paths import shipped_matches, shipped_name, shipped_sweeps
 from jaxmem.cli.status import holds_results
 from jaxmem.driver.sweep import spec_changes
 from jaxmem.engine import device_memory
@@ -20,18 +21,6 @@ from jaxmem.driver.progress import Progress
 from jaxmem.spec.sweep import SpecError, SweepSpec, is_file, parse, read_toml
 from jaxmem.persistence.store import FILENAME, Store, StoreError, load_results
 
-PACKAGED_SWEEPS = Path(__file__).resolve().parents[2] / "sweeps"  # the repository's, beside the package
-
-
-def shipped_sweeps() -> dict[str, Path]:
-    """Sweep name (e.g. nichani24/fig1_mlp) -> file, from ./sweeps and the repository's sweeps/."""
-    found = {}
-    for root in (Path.cwd() / "sweeps", PACKAGED_SWEEPS):
-        if root.is_dir():
-            for path in sorted(root.rglob("*.toml")):
-                found.setdefault(path.relative_to(root).with_suffix("").as_posix(), path)
-    return found
-
 
 def spec_path(name_or_path: str) -> Path:
     """A spec file's path, or a shipped sweep's (`fig1_mlp` or `nichani24/fig1_mlp`), with the closest
@@ -39,14 +28,21 @@ def spec_path(name_or_path: str) -> Path:
     path = Path(name_or_path)
     if is_file(path):
         return path
-    sweeps = shipped_sweeps()
-    matches = [p for n, p in sweeps.items() if n == name_or_path or n.split("/")[-1] == name_or_path]
+    matches = shipped_matches(name_or_path)
     if len(matches) == 1:
         return matches[0]
+    sweeps = shipped_sweeps()
     names = list(sweeps) + sorted({n.split("/")[-1] for n in sweeps})
     close = suggest(name_or_path, names)
     hint = close or ("; shipped sweeps: " + ", ".join(sweeps) if sweeps else "")
     raise SpecError(name_or_path, [f"no such spec file or shipped sweep{hint}; `jaxmem list` shows them"])
+
+
+def origin(name_or_path: str, changes: list[str] = ()) -> dict:
+    """How `jaxmem run` was given a sweep, as `jaxmem status` suggests rerunning it from any folder: a
+    shipped sweep's full name or the spec file's absolute path, and the `--set` overrides."""
+    path = spec_path(name_or_path)
+    return {"spec": shipped_name(path) or str(path.resolve()), "set": list(changes)}
 
 
 def load_spec(name_or_path: str, preset: str | None, changes: list[str] = ()) -> SweepSpec:

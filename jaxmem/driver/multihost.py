@@ -36,13 +36,15 @@ def run_process(
     quiet: bool = False,
     devices=None,
     memory_cap: float | int = device_memory.DEFAULT_CAP,
+    noted: dict | None = None,
 ) -> Path | None:
     """Run process `process_id`'s share of the sweep into `out_dir`; process 0 returns the report path
-    once every process is done and the results are merged, the others return None."""
+    once every process is done and the results are merged, the others return None. `noted`: more meta
+    entries process 0 keeps with the sweep (see jaxmem.driver.sweep.claim)."""
     out_dir = Path(out_dir)
     started = time.time()
     with contextlib.ExitStack() as held:
-        lock = _start(spec, out_dir, process_id, held)
+        lock = _start(spec, out_dir, process_id, held, noted)
         error = _run_share(spec, out_dir, process_id, count, lock, quiet, devices, memory_cap)
         if process_id == 0:
             return _finish(out_dir, count, started, error)
@@ -53,13 +55,15 @@ def run_process(
     return None
 
 
-def _start(spec: SweepSpec, out_dir: Path, process_id: int, held: contextlib.ExitStack) -> OutputLock:
+def _start(
+    spec: SweepSpec, out_dir: Path, process_id: int, held: contextlib.ExitStack, noted: dict | None
+) -> OutputLock:
     """Take this process's lock (process 0: the folder's, after which it prepares the folder), then
     wait until every process has; raises the first failure of any process."""
     try:
         lock = held.enter_context(OutputLock(out_dir if process_id == 0 else shard_dir(out_dir, process_id)))
         if process_id == 0:
-            open_store(out_dir, spec).close()  # claims the folder, merges what a stopped job left
+            open_store(out_dir, spec, noted=noted).close()  # claims the folder, merges what a stopped job left
     except Exception as err:
         distributed.publish("start", _status(err))
         raise

@@ -649,10 +649,11 @@ def _describe(run: Run) -> str:
     return f"seed={run.seed}, lr={run.lr:g}" + (f", value={run.value}" if run.value is not None else "")
 
 
-def claim(store: Store, spec: SweepSpec) -> None:
+def claim(store: Store, spec: SweepSpec, noted: dict | None = None) -> None:
     """Bind an output folder to one sweep, refusing a folder holding another (naming the fields that
     differ), and open this run's session: the time of a run killed before it could add its own, up to
-    the last time the store records, goes into `elapsed_s` first (see jaxmem.persistence.store.elapsed)."""
+    the last time the store records, goes into `elapsed_s` first (see jaxmem.persistence.store.elapsed).
+    `noted`: more meta entries the caller keeps with the sweep (the CLI: the command that started it)."""
     meta = store.meta()
     resolved = json.dumps(spec.resolved, sort_keys=True, default=str)
     if "fingerprint" in meta and meta["fingerprint"] != spec.fingerprint:
@@ -675,6 +676,7 @@ def claim(store: Store, spec: SweepSpec) -> None:
             "elapsed_s": str(total),
             SESSION: {"started_at": now, "elapsed_s": total},
             PLANNED: planned(len(spec.points), len(spec.seeds), len(spec.train.learning_rates), bool(spec.search)),
+            **(noted or {}),
         }
     )
 
@@ -712,11 +714,13 @@ def run_sweep(
     quiet: bool = False,
     devices=None,
     memory_cap: float | int = device_memory.DEFAULT_CAP,
+    noted: dict | None = None,
 ) -> Path:
-    """Run (or resume) a sweep into `out_dir`, then write its report; returns the report path."""
+    """Run (or resume) a sweep into `out_dir`, then write its report; returns the report path. `noted`:
+    more meta entries to keep with the sweep (see claim)."""
     out_dir = Path(out_dir)
     with OutputLock(out_dir) as lock:
-        store = open_store(out_dir, spec, remove_shards=True)
+        store = open_store(out_dir, spec, remove_shards=True, noted=noted)
         try:
             execute(spec, out_dir, store, quiet, devices, lease=lock, memory_cap=memory_cap)
         finally:
@@ -724,14 +728,14 @@ def run_sweep(
     return report(out_dir)
 
 
-def open_store(work_dir: Path, spec: SweepSpec, remove_shards: bool = False) -> Store:
+def open_store(work_dir: Path, spec: SweepSpec, remove_shards: bool = False, noted: dict | None = None) -> Store:
     """The store in `work_dir` bound to `spec`, with the rows of the per-process shards a stopped
     multi-process run left there merged in (and, with `remove_shards`, the shards deleted)."""
     store = Store(work_dir, repair=True)
     if store.quarantined:  # in-flight runs restart: their earlier trajectory rows were in the damaged file
         shutil.rmtree(work_dir / "checkpoints", ignore_errors=True)
     try:
-        claim(store, spec)
+        claim(store, spec, noted)
         merge_shards(store, work_dir, remove=remove_shards)
     except BaseException:
         store.close()

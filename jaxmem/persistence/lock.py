@@ -4,9 +4,10 @@ flock excludes runs on one host but not reliably runs on other hosts sharing the
 the lock file also holds a lease: host, pid and a heartbeat time that a daemon thread refreshes every
 HEARTBEAT_SECONDS. A run refuses a folder whose lease is live: another host's with a heartbeat younger
 than LEASE_TIMEOUT, or this host's with a live pid. A stale lease (heartbeat older than LEASE_TIMEOUT,
-or a dead pid on this host) is taken over with a warning. Heartbeats compare clocks across hosts, so
-their clocks must agree to well within LEASE_TIMEOUT (NTP). A run that finds its lease taken over
-(it was frozen for longer than LEASE_TIMEOUT) stops at its next segment end.
+or a dead pid on this host) is taken over with a warning, and so is a lock file holding no readable
+lease (damage: a crash, another program) whose flock no process on this host holds. Heartbeats compare
+clocks across hosts, so their clocks must agree to well within LEASE_TIMEOUT (NTP). A run that finds its
+lease taken over (it was frozen for longer than LEASE_TIMEOUT) stops at its next segment end.
 """
 
 from __future__ import annotations
@@ -35,7 +36,11 @@ log = logging.getLogger("jaxmem")
 
 
 class LockError(RuntimeError):
-    """Another process is running a sweep in this output folder."""
+    """Another process is running a sweep in this output folder, or its lock file cannot be one."""
+
+
+def not_a_lock_file(path: Path) -> LockError:
+    return LockError(f"{path} is a directory, not jaxmem's lock file; remove it (e.g. `rm -r {path}`) and rerun")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,24 +58,31 @@ def parse_lease(text: str) -> Lease | None:
     """The lease a lock file holds, or None when it is empty or unreadable."""
     try:
         fields = json.loads(text)
-        return Lease(str(fields["host"]), int(fields["pid"]), float(fields["heartbeat"]), str(fields["token"]))
+        lease = Lease(str(fields["host"]), int(fields["pid"]), float(fields["heartbeat"]), str(fields["token"]))
     except (ValueError, TypeError, KeyError):
         return None
+    return lease if lease.pid > 0 else None  # os.kill(0 or -1, 0) would signal a group: no process of its own
+
+
+def read_record(path: Path, attempts: int = 5) -> tuple[Lease | None, bool]:
+    """The lease in a lock file and whether the file is damaged (holds something else: random bytes, a
+    record cut short); (None, False) when it is missing or blank (released). A record caught mid-write
+    (e.g. on another host) is read again."""
+    for _ in range(attempts):
+        try:
+            text = path.read_bytes().decode(errors="replace")
+        except OSError:
+            return None, False
+        lease = parse_lease(text)
+        if lease is not None or not text.strip():
+            return lease, False
+        time.sleep(0.01)
+    return None, True
 
 
 def read_lease(path: Path, attempts: int = 5) -> Lease | None:
-    """The lease in a lock file; None when it is missing, blank (released) or stays unreadable (a
-    record caught mid-write, e.g. on another host, is read again)."""
-    for _ in range(attempts):
-        try:
-            text = path.read_text()
-        except OSError:
-            return None
-        lease = parse_lease(text)
-        if lease is not None or not text.strip():
-            return lease
-        time.sleep(0.01)
-    return None
+    """The lease in a lock file; None when it is missing, blank (released) or stays unreadable."""
+    return read_record(path, attempts)[0]
 
 
 def pid_alive(pid: int) -> bool:
@@ -106,6 +118,8 @@ class OutputLock:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)  # not O_APPEND: leases are rewritten in place
+        except IsADirectoryError:
+            raise not_a_lock_file(self.path) from None
         except OSError as err:
             if err.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
                 raise
@@ -144,12 +158,14 @@ class OutputLock:
     # -- the lease ---------------------------------------------------------------------------------
     def _take_lease(self) -> None:
         host, now = socket.gethostname(), time.time()
-        held = self._read()
+        held, damaged = read_record(self.path)
         if held is not None:
             reason = stale_reason(held, host, now)
             if reason is None:
                 raise self._in_use(held)
             log.warning("taking over the stale lease on %s of %s: %s", self.path.parent, held.describe(now), reason)
+        elif damaged:
+            log.warning("taking over the damaged lock file %s: it holds no readable lease", self.path)
         self.lease = Lease(host, os.getpid(), now, uuid.uuid4().hex)
         self._write_lease()
         time.sleep(SETTLE_SECONDS)
@@ -196,10 +212,13 @@ class OutputLock:
 
 
 def lock_state(out_dir: Path) -> str:
-    """'idle', 'running: <holder>' or 'stale lease of <holder> (<reason>)', for `jaxmem status`."""
+    """'idle', 'running: <holder>', 'stale lease of <holder> (<reason>)' or 'stale lease: <damage>', for
+    `jaxmem status`; LockError for a directory in the lock file's place."""
     path = Path(out_dir) / ".lock"
     if not path.exists():
         return "idle"
+    if path.is_dir():
+        raise not_a_lock_file(path)
     with open(path) as handle:  # opened read-only (the folder may be): a run's exclusive lock refuses a shared one
         try:
             fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -207,7 +226,9 @@ def lock_state(out_dir: Path) -> str:
             locked_here = False
         except BlockingIOError:
             locked_here = True
-    lease, now = read_lease(path), time.time()
+    (lease, damaged), now = read_record(path), time.time()
+    if lease is None and damaged and not locked_here:
+        return "stale lease: the lock file holds no readable lease; the next run takes it over"
     if lease is None:
         return "running: owner unknown" if locked_here else "idle"
     reason = None if locked_here else stale_reason(lease, socket.gethostname(), now)

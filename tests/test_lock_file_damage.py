@@ -1,0 +1,72 @@
+"""A `.lock` that is no lease (random bytes, a directory): taken over, or refused with one line, never a
+traceback or a folder left unusable (reliability issue, item 6)."""
+
+import fcntl
+import logging
+import os
+import socket
+
+import pytest
+
+from jaxmem.cli.main import main
+from jaxmem.persistence.lock import LockError, OutputLock, lock_state, read_lease
+from jaxmem.persistence.store import FILENAME, Store
+
+GARBAGE = bytes(range(256)) * 2  # not UTF-8, not JSON
+TINY = 'experiment = "assoc_memory"\n[fixed]\nmodel = "linear"\nd = 4\nN = 4\n[train]\nsteps = 2\neval_every = 1\n'
+
+
+def damaged_lock(out):
+    out.mkdir(parents=True, exist_ok=True)
+    (out / ".lock").write_bytes(GARBAGE)
+    return out
+
+
+def test_a_lock_file_of_random_bytes_is_taken_over_with_a_warning(tmp_path, caplog):
+    out = damaged_lock(tmp_path / "out")
+    assert lock_state(out).startswith("stale lease: the lock file holds no readable lease")
+    with caplog.at_level(logging.WARNING, logger="jaxmem"), OutputLock(out):
+        mine = read_lease(out / ".lock")
+        assert (mine.host, mine.pid) == (socket.gethostname(), os.getpid())
+    (warning,) = [r.getMessage() for r in caplog.records if "damaged lock file" in r.getMessage()]
+    assert str(out / ".lock") in warning
+    assert not (out / ".lock").read_text().strip() and lock_state(out) == "idle"  # usable again
+
+
+def test_a_damaged_lock_file_whose_flock_is_held_is_refused(tmp_path):
+    """The damage may hide a live run of this host: its flock still tells."""
+    out = damaged_lock(tmp_path / "out")
+    holder = os.open(out / ".lock", os.O_RDONLY)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert lock_state(out) == "running: owner unknown"
+        with pytest.raises(LockError, match="in use by another jaxmem run \\(owner unknown\\)"):
+            with OutputLock(out):
+                pass
+    finally:
+        os.close(holder)
+    assert (out / ".lock").read_bytes() == GARBAGE  # untouched
+
+
+def test_status_names_a_damaged_lock_file_as_a_stale_lease(tmp_path, capsys):
+    out = damaged_lock(tmp_path / "out")
+    Store(out).close()
+    assert main(["status", str(out)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    stale = "stale lease: the lock file holds no readable lease; the next run takes it over"
+    assert first.endswith(f": not started ({stale})")
+
+
+@pytest.mark.parametrize("command", ["run", "status"])
+def test_a_directory_in_place_of_the_lock_file_exits_3_naming_it(tmp_path, capsys, command):
+    out, spec = tmp_path / "out", tmp_path / "tiny.toml"
+    (out / ".lock").mkdir(parents=True)
+    Store(out).close()
+    spec.write_text(TINY)
+    argv = {"run": ["run", str(spec), "--out", str(out), "--quiet"], "status": ["status", str(out)]}[command]
+    assert main(argv) == 3
+    err = capsys.readouterr().err
+    lock = out / ".lock"
+    fix = f"remove it (e.g. `rm -r {lock}`) and rerun"
+    assert err == f"jaxmem: error: {lock} is a directory, not jaxmem's lock file; {fix}\n"
+    assert lock.is_dir() and (out / FILENAME).is_file()  # nothing removed
