@@ -261,8 +261,8 @@ def test_sizes_beyond_what_the_experiment_supports_exit_2_and_write_nothing(
 def test_a_too_long_output_folder_name_exits_2_naming_it(tmp_path, tiny, capsys, no_compile):
     """Reliability issue, item 6: `OSError: File name too long` from `run` and `status`."""
     long = tmp_path / ("a" * 256)
-    for argv in (["run", str(tiny), "--out", str(long), "--quiet"], ["status", str(long)]):
-        code, out, err = call(capsys, *argv)
+    for argv in (["run", str(tiny), "--out", str(long), "--quiet"], ["status", str(long)], ["compare", long, tmp_path]):
+        code, out, err = call(capsys, *map(str, argv))
         assert code == 2 and out == ""
         assert err.startswith(f"jaxmem: error: {'--out' if argv[0] == 'run' else 'output folder'} {long}: ")
         assert "256 bytes long, more than file systems allow (255)" in err and err.count("\n") == 1

@@ -207,8 +207,9 @@ def _list(args) -> int:
 
 def _compare(args) -> int:
     from jaxmem.cli.compare import compare
+    from jaxmem.cli.paths import checked_folder
 
-    text, differ = compare(Path(args.first), Path(args.second), args.tolerance)
+    text, differ = compare(checked_folder(args.first), checked_folder(args.second), args.tolerance)
     print(text)
     return 1 if differ else 0
 
