@@ -12,6 +12,7 @@ class UsageError(ValueError):
 
 EXIT_CODES = (  # (module, class, exit code), most specific first
     ("jaxmem.spec.sweep", "SpecError", 2),
+    ("jaxmem.experiments.user_errors", "ExperimentError", 2),  # a user's experiment raised or broke a rule
     ("jaxmem.cli.errors", "UsageError", 2),
     ("builtins", "FileNotFoundError", 2),
     ("jaxmem.persistence.lock", "LockError", 3),

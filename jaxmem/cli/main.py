@@ -6,6 +6,7 @@ import argparse
 import logging
 import os
 import sys
+import traceback
 from pathlib import Path
 
 from jaxmem import __version__
@@ -27,7 +28,10 @@ def main(argv: list[str] | None = None) -> int:
         code = exit_code(err)
         if code is None:
             raise
-        print(f"jaxmem: error: {message(err)}", file=sys.stderr)
+        if getattr(args, "debug", False):
+            traceback.print_exception(err)
+        else:
+            print(f"jaxmem: error: {message(err)}", file=sys.stderr)
         return code
 
 
@@ -75,6 +79,11 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     )
     run.add_argument("--out", default=None, help="output folder (default: results/<spec>-<preset>)")
     run.add_argument("--quiet", action="store_true", help="plain log lines instead of a live progress bar")
+    run.add_argument(
+        "--debug",
+        action="store_true",
+        help="on an error, the full traceback (JAX's frames too) instead of one message and the experiment's frames",
+    )
     run.add_argument(
         "--dry-run",
         action="store_true",
@@ -133,6 +142,10 @@ def _run(args) -> int:
     from jaxmem.driver import sweep as driver
     from jaxmem.engine import compile_cache
 
+    if args.debug:
+        import jax
+
+        jax.config.update("jax_traceback_filtering", "off")
     cluster = distributed.cluster_from(args.coordinator, args.num_processes, args.process_id)
     process_id, count = (
         (0, 1) if cluster is None or args.dry_run else distributed.initialize(cluster, args.coordinator_timeout)

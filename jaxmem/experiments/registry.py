@@ -2,7 +2,8 @@
 
 A spec's `experiment = "assoc_memory"` names a shipped family; `experiment = "my_pkg.my_module:EXPERIMENT"`
 imports `my_pkg.my_module` (from the Python path, the current folder, or the folder of the spec that
-names it) and takes its `EXPERIMENT`. Python code may also `register` an Experiment object and name it.
+names it) and takes its `EXPERIMENT`, guarded (jaxmem.experiments.user_errors: its errors are told as the
+user's). Python code may also `register` an Experiment object and name it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 from jaxmem.experiments.interface import Experiment
+from jaxmem.experiments.user_errors import UserCode, guarded, package_root
 
 SHIPPED = {  # name -> where its Experiment lives (imported on first use)
     "assoc_memory": "jaxmem.experiments.nichani24.assoc_memory:EXPERIMENT",
@@ -69,16 +71,29 @@ def load_reference(reference: str) -> Experiment:
     module_name, _, attribute = reference.partition(":")
     if not module_name or not attribute:
         raise UnknownExperiment(f"experiment {reference!r}: expected 'module:ATTRIBUTE'")
-    try:
-        with searching(Path.cwd()):
-            module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise UnknownExperiment(f"experiment {reference!r}: cannot import {module_name!r} ({err})") from None
+    with searching(Path.cwd()):
+        module = imported(module_name, reference)
     found = getattr(module, attribute, None)
     if not isinstance(found, Experiment):
         what = "no such attribute" if found is None else f"a {type(found).__name__}, not a jaxmem Experiment"
         raise UnknownExperiment(f"experiment {reference!r}: {module_name}.{attribute} is {what}")
-    return found
+    if module_name.partition(".")[0] == "jaxmem":  # jaxmem's own code: its errors are jaxmem's bugs
+        return found
+    return guarded(found, UserCode(reference, package_root(module_name)))
+
+
+def imported(module_name: str, reference: str):
+    """The module of a `module:ATTRIBUTE` reference. One that does not parse or raises as it is imported is
+    an ExperimentError naming its file and line (a module that cannot be found: UnknownExperiment)."""
+    try:
+        return importlib.import_module(module_name)
+    except ImportError as err:
+        raise UnknownExperiment(f"experiment {reference!r}: cannot import {module_name!r} ({err})") from None
+    except Exception as err:
+        code = UserCode(reference)
+        if not code.raised(err):
+            raise
+        raise code.failure(f"experiment {reference}: importing {module_name}", err) from err
 
 
 def register(exp: Experiment) -> str:
