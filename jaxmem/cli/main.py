@@ -167,10 +167,17 @@ def _run(args) -> int:
                 spec, out, process_id, count, quiet=args.quiet, memory_cap=args.memory_cap, noted=noted
             )
         else:
-            report = driver.run_sweep(spec, out, quiet=args.quiet, memory_cap=args.memory_cap, noted=noted)
+            report = driver.run_sweep(
+                spec, out, quiet=args.quiet, memory_cap=args.memory_cap, noted=noted, hard_exit=True
+            )
     except driver.Interrupted as err:
         print(f"jaxmem: {err}", file=sys.stderr)
-        return driver.EXIT_TERMINATED if err.signum == 15 else driver.EXIT_INTERRUPTED
+        code = driver.EXIT_TERMINATED if err.signum == 15 else driver.EXIT_INTERRUPTED
+        if err.abandoned:  # the abandoned program or compile still runs: Python's exit would wait for it
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        return code
     if report is None:
         print(f"process {process_id} of {count}: done; process 0 merged the results into {out}/results.sqlite")
     else:

@@ -44,6 +44,7 @@ from jaxmem.persistence.lock import OutputLock
 from jaxmem.plan.runs import Run, make_run, point_id
 from jaxmem.plan.buckets import Bucket, bucket_of, padded_config, padder
 from jaxmem.driver.progress import Progress
+from jaxmem.driver.watchdog import Watch
 from jaxmem.persistence.progress import PLANNED, Found, inflight, planned
 from jaxmem.engine.program import Settings, final_eval_points, log_schedule
 from jaxmem.report.capacity.fit import fit_power_law
@@ -59,14 +60,18 @@ EXIT_TERMINATED = 143
 
 
 class Interrupted(RuntimeError):
-    """The sweep was stopped by a signal after saving everything; rerun to resume."""
+    """The sweep was stopped by a signal after saving everything; rerun to resume. With `abandoned`,
+    the stop cut short a wait (a segment past its grace, a compile): that work goes on in a background
+    thread, so a command line tool should exit without waiting for it (os._exit)."""
 
-    def __init__(self, signum: int):
-        self.signum = signum
-        super().__init__(
-            f"stopped by {signal.Signals(signum).name}; results and checkpoints are saved, "
-            "rerun the same command to resume"
+    def __init__(self, signum: int, abandoned: str = ""):
+        self.signum, self.abandoned = signum, abandoned
+        saved = (
+            f"abandoned the {abandoned}; stored results and earlier checkpoints are kept"
+            if abandoned
+            else "results and checkpoints are saved"
         )
+        super().__init__(f"stopped by {signal.Signals(signum).name}; {saved}, rerun the same command to resume")
 
 
 @dataclasses.dataclass
@@ -131,9 +136,12 @@ class Sweep:
         lease=None,
         part: tuple[int, int] = (0, 1),
         memory_cap: float | int = device_memory.DEFAULT_CAP,
+        hard_exit: bool = False,
     ):
         """A sweep, or with `part` = (k, n) process k's share of it (every n-th unit) in a job of n
-        processes. `memory_cap` bounds each program's memory per device (see jaxmem.memory)."""
+        processes. `memory_cap` bounds each program's memory per device (see jaxmem.memory);
+        `hard_exit`: a stop signal may end the process when a hung program keeps it from answering
+        (see driver.watchdog; for the command line, not for a Python session)."""
         self.spec, self.out_dir, self.store, self.progress = spec, out_dir, store, progress
         self.lease: OutputLock | None = lease  # checked at segment ends: stop if another run took the folder
         self.exp = get_experiment(spec.experiment)
@@ -155,6 +163,8 @@ class Sweep:
         self.turn = 0
         self.settings = settings_of(spec)
         self.stop_signal: int | None = None
+        self.watch = Watch(progress.note, hard_exit)
+        self.busy: BucketRunner | None = None  # the runner whose segment the driver waits for
         engine = spec.engine
         self.pad = padder(engine.pad_ratio, engine.search_pad_ratio, (spec.search.variable,) if spec.search else ())
         self.platform = self.devices[0].platform
@@ -346,7 +356,9 @@ class Sweep:
             return
         future, rows = self.compiling
         if wait:
-            futures.wait([future])
+            with self.watch.waiting(f"compile of bucket {self.to_compile[next(iter(self.to_compile))][0].id}"):
+                while not futures.wait([future], timeout=0.5).done:
+                    self._check_signal(compiling=True)
         if not future.done():
             return
         bucket, runs = self.to_compile.pop(next(iter(self.to_compile)))
@@ -480,8 +492,11 @@ class Sweep:
 
     def _step(self, runner: BucketRunner):
         """One segment of `runner` (see BucketRunner.step), or None if it ran out of memory and was split."""
+        what = f"segment of bucket {runner.bucket.id} ({runner.bucket.label()}) with {runner.n_slots} slots"
         try:
-            return runner.step()
+            with self.watch.waiting(what, runner.expected_seconds()):
+                self.busy = runner
+                return runner.step()
         except Exception as err:
             if not device_memory.is_out_of_memory(err):
                 raise
@@ -492,7 +507,13 @@ class Sweep:
     def run(self) -> None:
         try:
             self._run()
+        except Exception:  # the Abandoned the stop handler raised, or an error JAX made of it (in a callback)
+            if self.watch.abandoned is None:
+                raise
+            self._save_runners(skip=self.busy)  # the busy runner's state never came back: none of it is saved
+            raise Interrupted(self.watch.abandoned.signum, self.watch.abandoned.wait.what) from None
         finally:
+            self.watch.close()
             self.compiler.shutdown(wait=False, cancel_futures=True)
 
     def _run(self) -> None:
@@ -514,6 +535,7 @@ class Sweep:
             runner = active[self.turn % len(active)]
             self.turn += 1
             segment = self._step(runner)
+            self.busy = None
             if segment is None:
                 continue
             finished, trajectory, steps = segment
@@ -591,19 +613,39 @@ class Sweep:
         }
 
     def request_stop(self, signum, _frame=None) -> None:
-        if self.stop_signal is not None and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        self.stop_signal = signum
+        """The SIGINT/SIGTERM handler (main thread). A signal asks the driver to stop after the current
+        wait (a repeated SIGTERM too, as a pre-emptor may send it); a wait past its grace (see
+        driver.watchdog) is abandoned, and so is any wait on a second Ctrl-C (which outside a wait
+        raises KeyboardInterrupt). The watch thread's own resending of the signal is otherwise ignored."""
+        wait = self.watch.past_grace()
+        if wait is None and signum == signal.SIGINT and self.stop_signal is not None and not self.watch.resent:
+            wait = self.watch.current
+            if wait is None:
+                raise KeyboardInterrupt
+        if wait is not None:
+            raise self.watch.abandon(self.stop_signal or signum, wait)
+        if self.watch.resent:
+            return
+        self.stop_signal = self.stop_signal or signum
+        self.watch.stop_requested(self.stop_signal)
         self.progress.note(f"{signal.Signals(signum).name} received: finishing the current segment and saving")
 
-    def _check_signal(self) -> None:
+    def _check_signal(self, compiling: bool = False) -> None:
+        """Stop (Interrupted) if a signal asked for it, after checkpointing every runner; `compiling`:
+        a compile is still running in its thread."""
         if self.lease is not None:
             self.lease.check()
         if self.stop_signal is not None:
-            for runner in self.runners.values():
-                runner.checkpoint(force=True)  # the segments since its last checkpoint
-                runner.close()
-            raise Interrupted(self.stop_signal)
+            self._save_runners()
+            raise Interrupted(self.stop_signal, "compile of the next bucket" if compiling else "")
+
+    def _save_runners(self, skip: BucketRunner | None = None) -> None:
+        """Checkpoint the segments since each runner's last checkpoint (not `skip`'s: its state is in
+        a program that has not returned) and close them."""
+        for runner in self.runners.values():
+            if runner is not skip:
+                runner.checkpoint(force=True)
+            runner.close()
 
 
 def law_chains(spec: SweepSpec, units: list[Unit], part: tuple[int, int]) -> dict[str, list[Unit]]:
@@ -715,14 +757,15 @@ def run_sweep(
     devices=None,
     memory_cap: float | int = device_memory.DEFAULT_CAP,
     noted: dict | None = None,
+    hard_exit: bool = False,
 ) -> Path:
     """Run (or resume) a sweep into `out_dir`, then write its report; returns the report path. `noted`:
-    more meta entries to keep with the sweep (see claim)."""
+    more meta entries to keep with the sweep (see claim); `hard_exit`: see Sweep."""
     out_dir = Path(out_dir)
     with OutputLock(out_dir) as lock:
         store = open_store(out_dir, spec, remove_shards=True, noted=noted)
         try:
-            execute(spec, out_dir, store, quiet, devices, lease=lock, memory_cap=memory_cap)
+            execute(spec, out_dir, store, quiet, devices, lease=lock, memory_cap=memory_cap, hard_exit=hard_exit)
         finally:
             store.close()
     return report(out_dir)
@@ -764,15 +807,16 @@ def execute(
     lease=None,
     part: tuple[int, int] = (0, 1),
     memory_cap: float | int = device_memory.DEFAULT_CAP,
+    hard_exit: bool = False,
 ) -> None:
     """Run a sweep (or with `part`, a process's share of it, see Sweep) into an open, claimed `store`,
     with its checkpoints under `out_dir`; `prior` = (runs, searches) finished before, elsewhere.
-    SIGINT and SIGTERM stop it at the next segment end (Interrupted)."""
+    SIGINT and SIGTERM stop it at the next segment end, or abandon a wait past its grace (Interrupted)."""
     title = f"{spec.name} [{spec.preset or 'base'}]" + (f" process {part[0]}/{part[1]}" if part[1] > 1 else "")
     progress = Progress(quiet=quiet, title=title)
     for skipped in spec.skipped:
         progress.note(f"skipped impossible point: {skipped}")
-    sweep = Sweep(spec, out_dir, store, progress, devices, lease, part, memory_cap)
+    sweep = Sweep(spec, out_dir, store, progress, devices, lease, part, memory_cap, hard_exit)
     if prior:
         sweep.remember(*prior)
     if found := already_done(sweep).resume_line():

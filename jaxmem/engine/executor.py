@@ -47,13 +47,14 @@ def slots_per_device(padded_flops: float, live_runs: int, platform: str, max_slo
     """Slots per device for a bucket: the runs it can hold at once (`live_runs`), in as few equal
     waves as fill a device (its FLOP target, or `max_slots`) — one live run, one slot.
 
+    An experiment without a FLOP count (NaN) gets the platform's most slots per wave.
     It depends only on the bucket and the spec, never on timing or device count: XLA compiles
     different batch sizes differently (a batch of one becomes an unbatched dot), so a run's numbers
     are reproducible exactly when its program's per-device batch is. Devices multiply the slots.
     """
-    cap = max_slots or int(
-        np.clip(TARGET_FLOPS.get(platform, 2e10) / max(padded_flops, 1.0), 1, MAX_SLOTS.get(platform, 4096))
-    )
+    most = MAX_SLOTS.get(platform, 4096)
+    filling = TARGET_FLOPS.get(platform, 2e10) / max(padded_flops, 1.0)
+    cap = max_slots or (int(np.clip(filling, 1, most)) if math.isfinite(padded_flops) else most)
     waves = math.ceil(live_runs / cap)
     return max(1, math.ceil(live_runs / waves))
 
@@ -226,6 +227,18 @@ class BucketRunner:
         )
 
     # -- running ---------------------------------------------------------------------------------
+    def next_blocks(self) -> int:
+        """Evaluation blocks the next segment may run: about `segment_seconds` of them once a segment
+        has timed one (the first runs a single block)."""
+        blocks = 1 if self.sec_per_block is None else max(1, int(self.segment_seconds / self.sec_per_block))
+        if self.settings.history:  # one evaluation per block, plus the initial one of a refilled slot
+            blocks = min(blocks, self.settings.history - 1)
+        return blocks
+
+    def expected_seconds(self) -> float | None:
+        """How long the next segment should take (refills aside); None before a segment timed a block."""
+        return None if self.sec_per_block is None else self.next_blocks() * self.sec_per_block
+
     def step(self) -> tuple[list[Finished], list[tuple[str, int, dict]], int]:
         """Run one segment; return the runs that finished, the evaluations of this segment as trajectory
         points (run_id, step, metrics; empty unless Settings.history), and the steps taken."""
@@ -241,9 +254,7 @@ class BucketRunner:
         state = self.state if self.state is not None else self._blank_state()
         before = np.asarray(state.step) if self.state is not None else np.zeros(self.n_slots, np.int32)
         before = np.where(refill, 0, before)
-        max_blocks = 1 if self.sec_per_block is None else max(1, int(self.segment_seconds / self.sec_per_block))
-        if self.settings.history:  # one evaluation per block, plus the initial one of a refilled slot
-            max_blocks = min(max_blocks, self.settings.history - 1)
+        max_blocks = self.next_blocks()
         stop_after = max(1, self.n_slots // 4) if self.queue else self.n_slots + 1
         start = time.perf_counter()
         rederive, self.rederive = self.rederive & ~refill, np.zeros(self.n_slots, bool)
