@@ -9,7 +9,7 @@ import jax.monitoring
 import pytest
 
 from jaxmem.driver import sweep as driver
-from jaxmem.driver import search
+from jaxmem.plan import search
 from jaxmem.cli.main import main
 from jaxmem.spec.expr import evaluate
 from jaxmem.persistence.lock import OutputLock

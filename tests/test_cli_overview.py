@@ -12,7 +12,7 @@ import jaxmem
 from helpers import ROOT
 from jaxmem.cli import estimate, overrides
 from jaxmem.cli.main import main
-from jaxmem.driver import search
+from jaxmem.plan import search
 from jaxmem.persistence.progress import Found, checkpointed
 from jaxmem.driver.sweep import claim, run_sweep
 from jaxmem.persistence.store import CHECKED, Store

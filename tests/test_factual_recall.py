@@ -168,7 +168,7 @@ def test_search_row_of_a_square_scaling_counts_bits_at_the_integer_capacity(tmp_
     from jaxmem.spec import sweep as specmod
     from jaxmem.cli.views import _NoStore
     from jaxmem.driver.sweep import Sweep, Unit
-    from jaxmem.driver.search import Bracket
+    from jaxmem.plan.search import Bracket
 
     raw = {
         "experiment": "factual_recall",
@@ -189,7 +189,7 @@ def test_search_row_counts_parameters_at_the_capacity_of_a_searched_width(tmp_pa
     from jaxmem.spec import sweep as specmod
     from jaxmem.cli.views import _NoStore
     from jaxmem.driver.sweep import Sweep, Unit
-    from jaxmem.driver.search import Bracket
+    from jaxmem.plan.search import Bracket
 
     raw = {
         "experiment": "factual_recall",

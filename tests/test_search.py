@@ -7,8 +7,8 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from jaxmem.driver import search
-from jaxmem.driver.search import Bracket
+from jaxmem.plan import search
+from jaxmem.plan.search import Bracket
 from jaxmem.spec.sweep import SearchSpec
 
 FAST = settings(max_examples=150, deadline=None)

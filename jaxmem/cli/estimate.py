@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-from jaxmem.driver import search as searching
+from jaxmem.plan import search as searching
 
 # Stated, not measured here: useful FLOP/s one device sustains on these small vmapped programs. A CPU:
 # ~12.5 GFLOP/s per core (benchmarks/RESULTS.md: a 2-core CPU saturates at 25–31 GFLOP/s); a GPU or TPU:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import jax
 
-from jaxmem.driver import search as searching
+from jaxmem.plan import search as searching
 from jaxmem import __version__
 from jaxmem.engine import device_memory
 from jaxmem.driver.distributed import owned
