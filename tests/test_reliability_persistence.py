@@ -341,3 +341,88 @@ def test_every_read_returns_rows_in_one_canonical_order(tmp_path):
         assert frames[0][table].equals(frames[1][table]), table
     assert list(frames[0]["runs"]["run_id"]) == ["r4", "r3", "r2", "r1", "r0"]
     assert list(frames[0]["compiles"]["bucket"]) == ["b1", "b2"]
+
+
+# -- lost rows (reliability issue, item 2) ---------------------------------------------------------------------
+def delete_rows(out, sql: str) -> bytes:
+    """Delete rows behind jaxmem's back, as `sqlite3 results.sqlite "delete ..."` does; the file after."""
+    with contextlib.closing(sqlite3.connect(out / FILENAME)) as db, db:
+        db.execute(sql)
+    return (out / FILENAME).read_bytes()
+
+
+def test_a_deleted_run_is_reported_by_every_command_and_the_file_kept(out, capsys):
+    damaged = delete_rows(out, "DELETE FROM runs WHERE run_id = 'r1'")
+    lost = f"results file {out / FILENAME} has lost rows of table runs (1 stored, 2 written); it is kept as it is"
+    with pytest.raises(StoreError) as err:
+        load_results(out)
+    assert str(err.value).startswith(lost)
+    for argv in (["status", out], ["report", out], ["run", SPEC, "--out", out, "--quiet"]):
+        code, stdout, stderr = call(capsys, *argv)
+        assert (code, stdout) == (4, "") and stderr.startswith(f"jaxmem: error: {lost}") and stderr.count("\n") == 1
+    assert (out / FILENAME).read_bytes() == damaged  # neither repaired nor moved aside: the user decides
+    assert not list(out.glob(f"{FILENAME}.corrupt-*"))
+
+
+def test_a_store_that_lost_its_meta_refuses_another_sweep(out, capsys):
+    delete_rows(out, "DELETE FROM meta")
+    other = parse({"experiment": "assoc_memory", "seeds": [5], "fixed": {"model": "linear", "d": 4, "N": 8},
+                   "train": {"steps": 8, "eval_every": 8, "learning_rates": [0.3]}}, "other")  # fmt: skip
+    with pytest.raises(StoreError, match=r"has lost rows of table meta \(0 stored, \d+ written\)"):
+        driver.open_store(out, other)
+    for command in ("status", "report"):  # report was: KeyError: 'experiment'
+        code, _, err = call(capsys, command, out)
+        assert code == 4 and "has lost rows of table meta" in err
+
+
+def test_a_store_that_lost_its_meta_before_it_had_counts_refuses_another_sweep(out):
+    """An older version's store (no counts) that lost its meta: `run` cannot tell which sweep its rows
+    belong to, so it refuses any."""
+    with contextlib.closing(sqlite3.connect(out / FILENAME)) as db, db:
+        db.execute("DROP TABLE counts")
+        for (trigger,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND sql LIKE '%counts%'"):
+            db.execute(f"DROP TRIGGER {trigger}")
+        db.execute("DELETE FROM meta")
+    with pytest.raises(StoreError, match="holds results but not the sweep they belong to"):
+        driver.open_store(out, load(SPEC))
+    assert len(load_results(out)) == 2
+
+
+def test_a_store_without_counts_is_migrated_from_the_rows_it_holds(out):
+    with contextlib.closing(sqlite3.connect(out / FILENAME)) as db, db:  # as a version before the counts wrote it
+        db.execute("DROP TABLE counts")
+        for (trigger,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND sql LIKE '%counts%'"):
+            db.execute(f"DROP TRIGGER {trigger}")
+        db.execute("DELETE FROM runs WHERE run_id = 'r1'")  # lost before the counts existed: not detectable
+    old = (out / FILENAME).read_bytes()
+    assert len(load_results(out)) == 1
+    assert (out / FILENAME).read_bytes() == old  # a read migrates nothing
+    store = Store(out)  # a run's open counts the rows present
+    store.add_runs([run_row("r3")])
+    store.close()
+    assert len(load_results(out)) == 2
+    delete_rows(out, "DELETE FROM runs WHERE run_id = 'r3'")
+    with pytest.raises(StoreError, match=r"lost rows of table runs \(1 stored, 2 written\)"):
+        load_results(out)
+
+
+def test_a_changed_row_count_is_damage(out):
+    delete_rows(out, "UPDATE counts SET rows = rows - 1 WHERE name = 'runs'")  # no trigger: its checksum goes stale
+    with pytest.raises(StoreError, match="rows failing their checksum: 1 in counts"):
+        load_results(out)
+
+
+def test_a_read_while_a_run_stores_rows_sees_rows_and_counts_together(out, monkeypatch):
+    """A run commits a row between a read's query of the counts and its count of the rows: no false alarm."""
+    from jaxmem.persistence import store as module
+
+    writer, rows_in = Store(out), module.rows_in
+
+    def run_storing_meanwhile(db, table, where="1"):
+        if table == "runs" and where == "1":
+            writer.add_runs([run_row("r3")])
+        return rows_in(db, table, where)
+
+    monkeypatch.setattr(module, "rows_in", run_storing_meanwhile)
+    assert len(load_results(out)) == 3  # was: "has rows jaxmem never wrote in table runs (3 stored, 2 written)"
+    writer.close()

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 import sqlite3
 
 import numpy as np
@@ -263,3 +264,37 @@ def test_store_made_before_final_metrics_is_migrated(tmp_path):
     runs = load_results(tmp_path, expand=False).set_index("run_id")
     assert json.loads(runs.loc["new", "final_metrics"]) == {"accuracy": 1.0}
     assert pd.isna(runs.loc["old", "final_metrics"]) and runs.loc["old", "max_metric"] == 0.5
+
+
+def test_an_empty_results_file_is_a_clear_error_for_every_read(tmp_path, capsys):
+    """Reliability issue, item 3: a 0-byte results.sqlite crashed status (`no such table: meta`), report
+    (pandas' DatabaseError) and load_results (a DatabaseError, not StoreError)."""
+    from jaxmem.cli.main import main
+
+    (tmp_path / FILENAME).write_bytes(b"")
+    empty = f"results file {tmp_path / FILENAME} is unreadable or corrupted (it is empty: 0 bytes)"
+    for table in ("runs", "meta"):
+        with pytest.raises(StoreError, match=re.escape(empty)):
+            load_results(tmp_path, table)
+    for command in ("status", "report"):
+        assert main([command, str(tmp_path)]) == 4
+        assert capsys.readouterr().err.startswith(f"jaxmem: error: {empty}")
+    assert [p.name for p in tmp_path.iterdir()] == [FILENAME]  # a read writes nothing
+
+
+def test_run_moves_an_empty_results_file_aside_with_a_warning(tmp_path, caplog):
+    """`jaxmem run` treats a 0-byte file as damage (the existing policy): it holds no rows, but a sweep
+    that stored some may have left in-flight checkpoints that need them."""
+    (tmp_path / FILENAME).write_bytes(b"")
+    store = Store(tmp_path, repair=True)
+    store.close()
+    assert store.quarantined is not None and store.quarantined.read_bytes() == b""
+    assert any("it is empty: 0 bytes" in r.getMessage() and str(store.quarantined) in r.getMessage()
+               for r in caplog.records)  # fmt: skip
+    assert len(load_results(tmp_path)) == 0
+
+
+def test_a_results_file_without_tables_is_a_clear_error(tmp_path):
+    sqlite3.connect(tmp_path / FILENAME).execute("PRAGMA user_version = 1").close()  # a header, no tables
+    with pytest.raises(StoreError, match="has no table runs"):
+        load_results(tmp_path)

@@ -11,8 +11,8 @@ import pytest
 import jaxmem
 from jaxmem.driver.progress import Progress
 from jaxmem.driver.sweep import Sweep
-from jaxmem.engine import executor
-from jaxmem.engine.executor import padding_pays, slots_per_device
+from jaxmem.plan import costs
+from jaxmem.plan.costs import padding_pays, slots_per_device
 from jaxmem.engine.program import Settings, hopeless
 from jaxmem.persistence.store import load_results
 from jaxmem.spec.sweep import SpecError, parse
@@ -26,7 +26,7 @@ def test_slots_follow_the_live_runs_in_balanced_waves():
 
 
 def test_padding_pays_while_its_work_is_below_a_compile():
-    compile_flops = executor.COMPILE_FLOPS["cpu"]
+    compile_flops = costs.COMPILE_FLOPS["cpu"]
     assert padding_pays(0.5 * compile_flops, "cpu")
     assert not padding_pays(2 * compile_flops, "cpu")
     assert padding_pays(float("nan"), "cpu")  # no cost model: keep the shared program
@@ -110,7 +110,7 @@ def test_giving_up_stops_failing_runs_and_keeps_every_verdict(searches):
 def _first_bucket(raw: dict, monkeypatch, compile_flops: float):
     from jaxmem.cli.views import _NoStore
 
-    monkeypatch.setitem(executor.COMPILE_FLOPS, "cpu", compile_flops)
+    monkeypatch.setitem(costs.COMPILE_FLOPS, "cpu", compile_flops)
     sweep = Sweep(parse(raw, "s"), Path("."), _NoStore(), Progress(quiet=True))
     sweep.refresh()
     run = min(sweep.pending.values(), key=lambda r: r.value)

@@ -3,6 +3,7 @@ the modules that define them: a class whose module was never imported cannot hav
 
 from __future__ import annotations
 
+import errno
 import sys
 
 
@@ -29,6 +30,8 @@ def exit_code(err: BaseException) -> int | None:
         cls = getattr(sys.modules.get(module), name, None)
         if cls is not None and isinstance(err, cls):
             return code
+    if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
+        return 4  # a full disk under a file written outside the store and report tables (e.g. a plot)
     return None
 
 

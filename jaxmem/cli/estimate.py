@@ -7,12 +7,8 @@ import os
 from typing import Callable
 
 from jaxmem.plan import search as searching
+from jaxmem.plan.costs import COMPILE_SECONDS, FLOPS_PER_SECOND  # stated per device kind (see there)
 
-# Stated, not measured here: useful FLOP/s one device sustains on these small vmapped programs. A CPU:
-# ~12.5 GFLOP/s per core (benchmarks/RESULTS.md: a 2-core CPU saturates at 25–31 GFLOP/s); a GPU or TPU:
-# 2e13 (20 TFLOP/s, a fraction of an H100's f32 peak). Seconds per compile as measured on each kind.
-FLOPS_PER_SECOND = {"cpu": 1.25e10, "gpu": 2e13, "tpu": 2e13}
-COMPILE_SECONDS = {"cpu": 3.0, "gpu": 5.0, "tpu": 5.0}
 SIZED_HOURS = 2.0  # a preset estimated to take longer is not sized for this machine
 THRESHOLDS = 48  # success thresholds tried when bounding a search's probes
 
@@ -24,7 +20,7 @@ def throughput(platform: str, devices: int) -> float:
 
 
 def seconds(flops: float, compiles: int, platform: str, devices: int) -> float:
-    return flops / throughput(platform, devices) + compiles * COMPILE_SECONDS.get(platform, 5.0)
+    return flops / throughput(platform, devices) + compiles * COMPILE_SECONDS.get(platform, 15.0)
 
 
 def duration(secs: float) -> str:

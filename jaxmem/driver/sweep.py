@@ -34,8 +34,6 @@ from jaxmem.engine.executor import (
     abstract_state,
     compile_program,
     nbytes,
-    padding_pays,
-    slots_per_device,
 )
 from jaxmem.experiments.registry import get as get_experiment
 from jaxmem.experiments.registry import module_folder
@@ -43,10 +41,11 @@ from jaxmem.spec.expr import evaluate
 from jaxmem.persistence.lock import OutputLock
 from jaxmem.plan.runs import Run, make_run, point_id
 from jaxmem.plan.buckets import Bucket, bucket_of, padded_config, padder
+from jaxmem.plan.costs import padding_pays, slots_per_device
 from jaxmem.driver.progress import Progress
 from jaxmem.driver.watchdog import Watch
 from jaxmem.persistence.progress import PLANNED, Found, inflight, planned
-from jaxmem.engine.program import Settings, final_eval_points, log_schedule
+from jaxmem.engine.program import Settings, as_untrained, final_eval_points, log_schedule
 from jaxmem.report.capacity.fit import fit_power_law
 from jaxmem.report.from_store import report
 from jaxmem.persistence.shards import merge_shards
@@ -303,7 +302,7 @@ class Sweep:
         padded to their largest value in the sweep (a derived size's, after the experiment resolves the
         config), so points differing only in them share a program.
         A searched size is not padded at all where its bucket would hold one run at a time and the
-        padding would cost more work over the step budget than a compile (`executor.padding_pays`)."""
+        padding would cost more work over the step budget than a compile (`plan.costs.padding_pays`)."""
         padded = self._padded_bucket(run.config)
         if self.spec.search is None or self.live_runs(padded) > 1:
             return padded
@@ -693,11 +692,17 @@ def _describe(run: Run) -> str:
 
 def claim(store: Store, spec: SweepSpec, noted: dict | None = None) -> None:
     """Bind an output folder to one sweep, refusing a folder holding another (naming the fields that
-    differ), and open this run's session: the time of a run killed before it could add its own, up to
-    the last time the store records, goes into `elapsed_s` first (see jaxmem.persistence.store.elapsed).
-    `noted`: more meta entries the caller keeps with the sweep (the CLI: the command that started it)."""
+    differ) or results of no known sweep (a store whose meta lost its fingerprint), and open this run's
+    session: the time of a run killed before it could add its own, up to the last time the store
+    records, goes into `elapsed_s` first (see jaxmem.persistence.store.elapsed). `noted`: more meta
+    entries the caller keeps with the sweep (the CLI: the command that started it)."""
     meta = store.meta()
     resolved = json.dumps(spec.resolved, sort_keys=True, default=str)
+    if "fingerprint" not in meta and (store.finished_runs() or store.finished_searches()):
+        raise StoreError(
+            f"results file {store.path} holds results but not the sweep they belong to (its meta table lost its "
+            "fingerprint); restore it from a copy, or choose another --out"
+        )
     if "fingerprint" in meta and meta["fingerprint"] != spec.fingerprint:
         changes = spec_changes(json.loads(meta.get("resolved_spec", "{}")), json.loads(resolved))
         raise StoreError(

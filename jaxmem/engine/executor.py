@@ -32,39 +32,6 @@ from jaxmem.engine.program import (
     sharded_segment,
 )
 
-# Work per step (FLOPs) one device should hold before more runs stop paying off. On a small CPU one
-# run of moderate size already fills the cores (DESIGN: "What the hardware says").
-TARGET_FLOPS = {"cpu": 4e6, "gpu": 2e10, "tpu": 2e10}
-MAX_SLOTS = {"cpu": 32, "gpu": 4096, "tpu": 4096}
-
-
-# What one compile costs, as the FLOPs the device would compute in the same time: a CPU bucket
-# compiles in 2–4 s and trains at 10–40 GFLOP/s; accelerators compile longer and compute far faster.
-COMPILE_FLOPS = {"cpu": 5e10, "gpu": 1e14, "tpu": 1e14}
-
-
-def slots_per_device(padded_flops: float, live_runs: int, platform: str, max_slots: int = 0) -> int:
-    """Slots per device for a bucket: the runs it can hold at once (`live_runs`), in as few equal
-    waves as fill a device (its FLOP target, or `max_slots`) — one live run, one slot.
-
-    An experiment without a FLOP count (NaN) gets the platform's most slots per wave.
-    It depends only on the bucket and the spec, never on timing or device count: XLA compiles
-    different batch sizes differently (a batch of one becomes an unbatched dot), so a run's numbers
-    are reproducible exactly when its program's per-device batch is. Devices multiply the slots.
-    """
-    most = MAX_SLOTS.get(platform, 4096)
-    filling = TARGET_FLOPS.get(platform, 2e10) / max(padded_flops, 1.0)
-    cap = max_slots or (int(np.clip(filling, 1, most)) if math.isfinite(padded_flops) else most)
-    waves = math.ceil(live_runs / cap)
-    return max(1, math.ceil(live_runs / waves))
-
-
-def padding_pays(extra_flops: float, platform: str) -> bool:
-    """Whether padding a run to a shared program (`extra_flops` more work over its step budget) costs
-    less than compiling a program of its own. Unknown costs (NaN) keep the padding."""
-    return not extra_flops > COMPILE_FLOPS.get(platform, 1e14)
-
-
 @dataclasses.dataclass
 class Finished:
     run: Run

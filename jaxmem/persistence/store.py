@@ -8,9 +8,18 @@ resumed sweep never writes a row twice.
 
 Damage is detected, never used: opening a store runs SQLite's `quick_check` and verifies every row of
 every table (`runs`, `searches`, `trajectories`, `meta`, `compiles`) against its checksum (a hash of
-the stored values, written by a trigger in the row's own transaction). A damaged file is reported;
-`jaxmem run` (repair=True) moves it aside as `results.sqlite.corrupt-<time>`, with a warning naming it,
-and starts a fresh store, so the sweep recomputes those rows.
+the stored values, written by a trigger in the row's own transaction). A damaged (or empty, 0-byte) file
+is reported; `jaxmem run` (repair=True) moves it aside as `results.sqlite.corrupt-<time>`, with a warning
+naming it, and starts a fresh store, so the sweep recomputes those rows.
+
+Lost rows are detected too: `counts` holds, per table, the rows ever written to it (kept by triggers in
+each insert's own transaction, each count checksummed; nothing deletes rows), so a table holding fewer
+rows than its count lost some. That file is refused, by `jaxmem run` too, naming the table and counts:
+its other rows are intact, and whether to restore it or recompute it all is the user's call.
+
+The disk is not the file: a full disk or an I/O error (reading or writing) raises StoreError, naming
+the folder and its free space when it is full, and leaves the file as it is; rows committed before
+are kept, and a rerun once there is room resumes from them.
 
 Reads (`load_results`, `jaxmem status`, `jaxmem report`) write no rows and work in a read-only folder
 (see `connect`); a store opened for writing refuses, naming the path, a file or folder it cannot
@@ -20,10 +29,13 @@ so everything derived from a store depends on its rows alone.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import logging
 import os
+import shutil
 import sqlite3
 import time
 from pathlib import Path
@@ -109,12 +121,16 @@ ORDER = {  # the canonical order of each table's rows in every read (a total ord
     "meta": ("key",),
     "compiles": ("at", "bucket", "shape", "slots", "seconds"),
 }
+COUNTS = "counts"  # per table of CHECKED: the rows ever written to it (name, rows, checksum)
 SESSION = "session"  # meta key: {"started_at", "elapsed_s"} of the latest `jaxmem run`, written as it starts
 _ACCESS_ERRORS = ("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM", "SQLITE_AUTH")  # not damage
+_DISK_ERRORS = ("SQLITE_FULL", "SQLITE_IOERR")  # the disk failed, not the file: never damage
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+LOW_SPACE = 2**20  # bytes free below which a disk error is put down to a full disk
 
 
 class StoreError(RuntimeError):
-    """The results file is unreadable, cannot be written, or belongs to another sweep."""
+    """The results file is unreadable, damaged, cannot be written (its disk full), or belongs to another sweep."""
 
 
 class Store:
@@ -122,7 +138,8 @@ class Store:
         """Open the store of an output folder, checking the rows of the tables in `verify`: with
         `write`, created if missing and its schema migrated, else read-only. A damaged file raises
         StoreError, or with `repair` is moved aside (its path in `self.quarantined`) and replaced by an
-        empty store. A file or folder it may not open, or with `write` not write, raises StoreError."""
+        empty store. A file or folder it may not open, or with `write` not write, a full disk or an I/O
+        error, or lost rows raise StoreError."""
         self.path = Path(out_dir) / FILENAME
         self.quarantined: Path | None = None
         self.verify = tuple(verify)
@@ -148,9 +165,24 @@ class Store:
                 raise StoreError(f"cannot create a fresh results file {self.path}: {damage}")
 
     def _open(self) -> str | None:
+        """Open the file (see _check); a file this call created, then failing, is removed again (e.g.
+        on a full disk: a later run finds no empty file to take for damage)."""
+        created = self.write and not any(p.exists() for p in companions(self.path))
+        try:
+            return self._check()
+        except StoreError:
+            if created:
+                for path in companions(self.path):
+                    path.unlink(missing_ok=True)
+            raise
+
+    def _check(self) -> str | None:
         """Connect (read-only unless writing), create or migrate the schema when writing, and check the
         file; the damage found (then closed), or None. An error opening it that is no damage (a file
-        it may not read or write) raises StoreError."""
+        it may not read or write, a full disk, an I/O error), tables missing from a file only read, and
+        lost rows raise StoreError."""
+        if self.path.is_file() and self.path.stat().st_size == 0:
+            return "it is empty: 0 bytes"
         try:
             self.db = connect(self.path, self.write)
         except sqlite3.DatabaseError as err:
@@ -163,18 +195,29 @@ class Store:
                 self.db.executescript(_SCHEMA)
                 self._migrate()
             damage = _damage(self.db, self.verify)
+            problem = None if damage else _missing_tables(self.db, self.verify) or _lost_rows(self.db, self.verify)
         except sqlite3.DatabaseError as err:
             self.db.close()
             return _damage_of(err, self.path)
-        if damage:
+        if damage or problem:
             self.db.close()
+        if problem:
+            raise StoreError(f"results file {self.path} {problem}")
         return damage
 
     def _migrate(self) -> None:
         """Add the columns newer versions write to a store made by an older one (rows written before
-        checksums existed are hashed as they are), and the checksum triggers."""
+        checksums existed are hashed as they are), the checksum triggers, and the row counts (a store
+        made before them starts from the rows it holds) with their triggers; all in one transaction."""
         have = columns_of(self.db, "runs")
         with self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            if COUNTS not in tables_of(self.db):
+                self.db.execute(f"CREATE TABLE {COUNTS} (name TEXT PRIMARY KEY, rows INTEGER NOT NULL, checksum TEXT)")
+                self.db.executemany(
+                    f"INSERT INTO {COUNTS} VALUES (?1, ?2, row_hash(?1, ?2))",
+                    [(table, rows_in(self.db, table)) for table in CHECKED],
+                )
             for column in (c for c in RUN_COLUMNS if c not in have):
                 self.db.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
             for table, columns in CHECKED.items():
@@ -186,15 +229,35 @@ class Store:
                     f"CREATE TRIGGER IF NOT EXISTS {table}_checksum AFTER INSERT ON {table} BEGIN "
                     f"UPDATE {table} SET checksum = row_hash({new}) WHERE rowid = NEW.rowid; END"
                 )
+                self.db.execute(
+                    f"CREATE TRIGGER IF NOT EXISTS {table}_count AFTER INSERT ON {table} "
+                    f"BEGIN {_recount(table, '+')} END"
+                )
+            self.db.execute(  # a meta key written again replaces its row: one row, counted once
+                "CREATE TRIGGER IF NOT EXISTS meta_replaced BEFORE INSERT ON meta "
+                f"WHEN NEW.key IN (SELECT key FROM meta) BEGIN {_recount('meta', '-')} END"
+            )
 
     def close(self) -> None:
         self.db.close()
+
+    @contextlib.contextmanager
+    def _writing(self):
+        """One write transaction, committed whole or rolled back; a full disk or an I/O error raises
+        StoreError (see disk_error), every row committed before kept."""
+        try:
+            with self.db:
+                yield
+        except sqlite3.OperationalError as err:
+            if not (err.sqlite_errorname or "").startswith(_DISK_ERRORS):
+                raise
+            raise disk_error(self.path, err) from None
 
     def meta(self) -> dict[str, str]:
         return dict(self.db.execute("SELECT key, value FROM meta"))
 
     def set_meta(self, values: dict[str, Any]) -> None:
-        with self.db:
+        with self._writing():
             self.db.executemany(
                 _insert("meta", "INSERT OR REPLACE"),
                 [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in values.items()],
@@ -208,7 +271,7 @@ class Store:
     ) -> None:
         """Append finished runs, trajectory points and test-time evaluations (run_id, point index,
         point, metrics) in one transaction; existing ids are kept."""
-        with self.db:
+        with self._writing():
             self.db.executemany(
                 _insert("runs"),
                 [tuple(_cell(r.get(c)) for c in RUN_COLUMNS) for r in rows],
@@ -226,14 +289,14 @@ class Store:
         )
 
     def add_searches(self, rows: Iterable[dict]) -> None:
-        with self.db:
+        with self._writing():
             self.db.executemany(
                 _insert("searches"),
                 [tuple(_cell(r.get(c)) for c in SEARCH_COLUMNS) for r in rows],
             )
 
     def add_compile(self, bucket: str, shape: dict, slots: int, seconds: float, at: float) -> None:
-        with self.db:
+        with self._writing():
             self.db.execute(
                 _insert("compiles", "INSERT"),
                 (bucket, json.dumps(shape, sort_keys=True), slots, seconds, at),
@@ -296,7 +359,7 @@ def connect(path: Path, write: bool) -> sqlite3.Connection:
 
 def unwritable(path: Path) -> Path | None:
     """The first of a results file's folder and files (-wal, -shm) this process cannot write, or None."""
-    paths = (path.parent, path, Path(f"{path}-wal"), Path(f"{path}-shm"))
+    paths = (path.parent, *companions(path))
     return next((p for p in paths if p.exists() and not os.access(p, os.W_OK)), None)
 
 
@@ -311,10 +374,46 @@ def not_writable(folder: Path, path: Path, reason: str = "") -> StoreError:
 
 def _damage_of(err: sqlite3.DatabaseError, path: Path) -> str:
     """`err` as damage found opening a results file; raises StoreError when it is no damage but an
-    access error (a file or folder SQLite may not open, read or write)."""
-    if (err.sqlite_errorname or "").startswith(_ACCESS_ERRORS):
+    access error (a file or folder SQLite may not open, read or write) or a disk error."""
+    name = err.sqlite_errorname or ""
+    if name.startswith(_ACCESS_ERRORS):
         raise StoreError(f"cannot open results file {path}: {err}") from None
+    if name.startswith(_DISK_ERRORS):
+        raise disk_error(path, err) from None
     return str(err)
+
+
+def disk_error(path: Path, err: Exception) -> StoreError:
+    """The error of a results file its disk failed to read or write: a full disk (see no_space), or
+    another I/O error; either way the file is kept as it is, never taken for damage."""
+    if getattr(err, "sqlite_errorname", "") == "SQLITE_FULL" or full(path.parent, err):
+        return no_space(path.parent, f"results file {path} keeps every row stored so far")
+    return StoreError(
+        f"cannot read or write results file {path} ({err}); it is kept as it is: check the disk, then rerun"
+    )
+
+
+def full(folder: Path, err: Exception) -> bool:
+    """Whether `err` is down to a full disk: ENOSPC (or a quota), or any error with under LOW_SPACE free."""
+    return getattr(err, "errno", None) in NO_SPACE or shutil.disk_usage(folder).free < LOW_SPACE
+
+
+def no_space(folder: Path, kept: str) -> StoreError:
+    """The error of a write to `folder` its full disk refused, naming the folder, its file system and
+    the space left there; `kept`: what is kept as it was."""
+    usage = shutil.disk_usage(folder)
+    return StoreError(
+        f"no space left on {folder} (free {usage.free / 2**20:.1f} MiB of {usage.total / 2**20:.1f} MiB on "
+        f"the file system at {mount_point(folder)}): {kept}; make room there, then rerun"
+    )
+
+
+def mount_point(path: Path) -> Path:
+    """The folder where the file system holding `path` is mounted."""
+    path = Path(path).absolute()
+    while path.parent != path and path.parent.stat().st_dev == path.stat().st_dev:
+        path = path.parent
+    return path
 
 
 def row_hash(*values) -> str:
@@ -323,25 +422,83 @@ def row_hash(*values) -> str:
 
 
 def _damage(db: sqlite3.Connection, tables: Iterable[str]) -> str | None:
-    """What is wrong with an open store: a failed integrity check, or rows of `tables` failing their
-    checksum (tables without checksums, in a store an older version wrote and nothing has migrated
-    since, have none to check)."""
+    """What is wrong with an open store: a failed integrity check, or rows of `tables` or of the row
+    counts failing their checksum (tables without checksums, in a store an older version wrote and
+    nothing has migrated since, have none to check)."""
     check = [row[0].replace("\n", "; ") for row in db.execute("PRAGMA quick_check(3)")]
     if check != ["ok"]:
         return "integrity check failed: " + "; ".join(check)[:300]
     bad = {
-        table: db.execute(
-            f"SELECT count(*) FROM {table} WHERE checksum IS NOT row_hash({', '.join(columns)})"
-        ).fetchone()[0]
-        for table, columns in CHECKED.items()
-        if table in tables and "checksum" in columns_of(db, table)
+        table: rows_in(db, table, f"checksum IS NOT row_hash({', '.join(columns)})")
+        for table, columns in {**CHECKED, COUNTS: ("name", "rows")}.items()
+        if table in (*tables, COUNTS) and "checksum" in columns_of(db, table)
     }
     failing = ", ".join(f"{n} in {table}" for table, n in bad.items() if n)
     return f"rows failing their checksum: {failing}" if failing else None
 
 
+def _recount(table: str, sign: str) -> str:
+    """The statement of a trigger adding (sign '+') or taking (sign '-') one row to `table`'s count."""
+    rows = f"rows {sign} 1"
+    return f"UPDATE {COUNTS} SET rows = {rows}, checksum = row_hash(name, {rows}) WHERE name = '{table}';"
+
+
+def _missing_tables(db: sqlite3.Connection, tables: Iterable[str]) -> str | None:
+    """What a file only read lacks of `tables` (one written by an older version, or whose creation was
+    cut short), or None. A file opened for writing has them all: they are created."""
+    missing = [table for table in tables if table not in tables_of(db)]
+    if not missing:
+        return None
+    return (
+        f"has no table {', '.join(missing)} (an older jaxmem wrote it, or its creation was cut short); "
+        "`jaxmem run` on this folder adds the tables"
+    )
+
+
+def _lost_rows(db: sqlite3.Connection, tables: Iterable[str]) -> str | None:
+    """How the rows of `tables` stored differ from those written (COUNTS), e.g. 'has lost rows of table
+    runs (59 stored, 64 written)', or None; a store without counts (an older version's, not migrated
+    yet) has nothing to compare."""
+    if COUNTS not in tables_of(db):
+        return None
+    with snapshot(db):  # a run writing meanwhile adds rows and counts together
+        written = dict(db.execute(f"SELECT name, rows FROM {COUNTS}"))
+        tally = {t: (rows_in(db, t), written[t]) for t in CHECKED if t in tables and t in written}
+    tally[COUNTS] = (len(written.keys() & CHECKED.keys()), len(CHECKED))
+    wrong = [_miscount(table, stored, count) for table, (stored, count) in tally.items() if stored != count]
+    if not wrong:
+        return None
+    return (
+        " and ".join(wrong) + "; it is kept as it is: restore it from a copy, or move it aside and rerun "
+        "`jaxmem run` to recompute the sweep"
+    )
+
+
+@contextlib.contextmanager
+def snapshot(db: sqlite3.Connection):
+    """One read transaction: every query in it sees the file as it was at the first."""
+    db.execute("BEGIN")
+    try:
+        yield
+    finally:
+        db.execute("ROLLBACK")
+
+
+def _miscount(table: str, stored: int, written: int) -> str:
+    what = "has lost rows of" if stored < written else "has rows jaxmem never wrote in"
+    return f"{what} table {table} ({stored} stored, {written} written)"
+
+
 def columns_of(db: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+
+
+def tables_of(db: sqlite3.Connection) -> set[str]:
+    return {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def rows_in(db: sqlite3.Connection, table: str, where: str = "1") -> int:
+    return db.execute(f"SELECT count(*) FROM {table} WHERE {where}").fetchone()[0]
 
 
 def elapsed(meta: dict[str, str], end: float) -> float:
@@ -354,12 +511,17 @@ def elapsed(meta: dict[str, str], end: float) -> float:
     return total + max(end - session["started_at"], 0.0)
 
 
+def companions(path: Path) -> list[Path]:
+    """A results file and its -wal and -shm files."""
+    return [Path(f"{path}{suffix}") for suffix in ("", "-wal", "-shm")]
+
+
 def quarantine(path: Path) -> Path:
     """Move a damaged results file (with its -wal and -shm companions) aside; returns its new path."""
     target = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-    for suffix in ("", "-wal", "-shm"):
-        if Path(f"{path}{suffix}").exists():
-            Path(f"{path}{suffix}").rename(f"{target}{suffix}")
+    for source, moved in zip(companions(path), companions(target)):
+        if source.exists():
+            source.rename(moved)
     return target
 
 

@@ -1,0 +1,57 @@
+"""What the planner assumes a device kind costs, and the slot and padding rules built on it.
+
+Stated, not measured by the planner (benchmarks measure them):
+- FLOPS_PER_SECOND: useful FLOP/s one device sustains on these small vmapped programs. A CPU core
+  ~12.5 GFLOP/s (benchmarks/RESULTS.md: a 2-core CPU saturates at 25–31 GFLOP/s); a GPU or TPU 2e13.
+- COMPILE_SECONDS: one bucket's compile. A CPU 2–4 s; an H200 13–20 s at 250–700 slots
+  (benchmarks/RESULTS_protocol_gpu.md, 26 Nov).
+- STEP_SECONDS: the least time one step of a program takes, however little it computes: a while
+  loop's iteration and its kernel launches. A CPU ~20 µs; on an H200 the MLP grid's program step took
+  ≈ 6 ms at 250 slots where its arithmetic needs ≈ 0.4 ms: 1 ms is stated for accelerators.
+- TARGET_FLOPS: work per step one device should hold before more slots stop paying off (on a small CPU
+  one run of moderate size already fills the cores; DESIGN: "What the hardware says"); MAX_SLOTS caps it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+FLOPS_PER_SECOND = {"cpu": 1.25e10, "gpu": 2e13, "tpu": 2e13}
+COMPILE_SECONDS = {"cpu": 3.0, "gpu": 15.0, "tpu": 15.0}
+STEP_SECONDS = {"cpu": 2e-5, "gpu": 1e-3, "tpu": 1e-3}
+TARGET_FLOPS = {"cpu": 4e6, "gpu": 2e10, "tpu": 2e10}
+MAX_SLOTS = {"cpu": 32, "gpu": 4096, "tpu": 4096}
+# What one compile costs, as the FLOPs the device would compute in the same time: a CPU bucket compiles
+# in 2–4 s and trains at 10–40 GFLOP/s; an accelerator's, COMPILE_SECONDS × FLOPS_PER_SECOND.
+COMPILE_FLOPS = {"cpu": 5e10, "gpu": 3e14, "tpu": 3e14}
+ACCELERATORS = ("gpu", "tpu")
+
+
+def step_seconds(platform: str, slots: int, flops_per_run: float) -> float:
+    """Seconds of one program step of `slots` runs (per device) of `flops_per_run` FLOPs each: the
+    device's step floor, or its arithmetic once that is longer."""
+    work = slots * (flops_per_run if math.isfinite(flops_per_run) else 0.0)
+    return max(STEP_SECONDS.get(platform, 1e-3), work / FLOPS_PER_SECOND.get(platform, 2e13))
+
+
+def slots_per_device(padded_flops: float, live_runs: int, platform: str, max_slots: int = 0) -> int:
+    """Slots per device for a bucket: the runs it can hold at once (`live_runs`), in as few equal
+    waves as fill a device (its FLOP target, or `max_slots`) — one live run, one slot.
+    An experiment without a FLOP count (NaN) gets the platform's most slots per wave.
+    It depends only on the bucket and the spec, never on timing or device count: XLA compiles
+    different batch sizes differently (a batch of one becomes an unbatched dot), so a run's numbers
+    are reproducible exactly when its program's per-device batch is. Devices multiply the slots.
+    """
+    most = MAX_SLOTS.get(platform, 4096)
+    filling = TARGET_FLOPS.get(platform, 2e10) / max(padded_flops, 1.0)
+    cap = max_slots or (int(np.clip(filling, 1, most)) if math.isfinite(padded_flops) else most)
+    waves = math.ceil(live_runs / cap)
+    return max(1, math.ceil(live_runs / waves))
+
+
+def padding_pays(extra_flops: float, platform: str) -> bool:
+    """Whether padding a run to a shared program (`extra_flops` more work over its step budget) costs
+    less than compiling a program of its own. Unknown costs (NaN) keep the padding."""
+    return not extra_flops > COMPILE_FLOPS.get(platform, 3e14)
