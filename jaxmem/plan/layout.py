@@ -1,0 +1,129 @@
+"""Which program (bucket) each run of a sweep goes to, and how many slots a program gets, under the
+engine settings a plan chose (`Knobs`). A pure function of the spec, the settings and the device kind:
+a resumed sweep, the dry-run and the planner's estimates all see the same programs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from jaxmem.experiments.interface import Experiment
+from jaxmem.plan.buckets import Bucket, bucket_of, padded_config, padder
+from jaxmem.plan.costs import padding_pays, slots_per_device
+from jaxmem.spec.expr import evaluate
+from jaxmem.spec.sweep import SweepSpec
+
+
+@dataclasses.dataclass(frozen=True)
+class Knobs:
+    """The settings a plan decides; where the spec gives one, it is the spec's (an override)."""
+
+    pad_ratio: float  # sizes climb a ladder of steps ≈ this ratio
+    search_pad_ratio: float  # the searched variable's finer ladder
+    search_pad_floor: float  # a searched value is padded to at least this × its point's initial upper bound
+    pad_to_max: tuple[str, ...]  # sizes padded to their largest value in the sweep
+    probes: int  # K interior probes per search round
+    max_slots: int  # runs per program per device; 0 = from the work per step
+    segment_seconds: float  # host syncs (and checkpoints) about this often
+
+    @classmethod
+    def of_spec(cls, spec: SweepSpec) -> "Knobs":
+        """The spec's settings (its values, or the spec format's defaults): a CPU's plan."""
+        engine = spec.engine
+        return cls(
+            pad_ratio=engine.pad_ratio,
+            search_pad_ratio=engine.search_pad_ratio,
+            search_pad_floor=engine.search_pad_floor,
+            pad_to_max=tuple(engine.pad_to_max),
+            probes=spec.search.probes if spec.search else 0,
+            max_slots=engine.max_slots,
+            segment_seconds=engine.segment_seconds,
+        )
+
+    def given_by(self, spec: SweepSpec) -> frozenset[str]:
+        """The knobs the spec sets itself (its base or preset), which a plan keeps as they are."""
+        engine = set(spec.resolved.get("engine", {})) & {f.name for f in dataclasses.fields(self)}
+        return frozenset(engine | ({"probes"} if "probes" in (spec.resolved.get("search") or {}) else set()))
+
+
+class Layout:
+    """Buckets and slots of a sweep's runs on `devices` devices of `platform` under `knobs`."""
+
+    def __init__(self, spec: SweepSpec, exp: Experiment, knobs: Knobs, platform: str, devices: int):
+        self.spec, self.exp, self.knobs, self.platform, self.devices = spec, exp, knobs, platform, devices
+        self.search = dataclasses.replace(spec.search, probes=knobs.probes) if spec.search else None
+        variable = (spec.search.variable,) if spec.search else ()
+        self.pad = padder(knobs.pad_ratio, knobs.search_pad_ratio, variable)
+        fields = [n for n in knobs.pad_to_max if n in exp.fields]
+        self.size_floors = {name: max(exp.complete(p)[name] for p in spec.points) for name in fields}
+        self.derived_floors = {  # a derived size's floor applies to the resolved config (static_shape)
+            name: max(exp.effective(p)[name] for p in spec.points) for name in knobs.pad_to_max if name not in fields
+        }
+        for name, values in spec.final_eval:  # a test-time size is padded to hold its largest value
+            if exp.fields[name].kind == "size":
+                self.size_floors[name] = max(self.size_floors.get(name, 0), *values)
+        self._live: dict[str, int] = {}
+
+    def runs_per_round(self) -> int:
+        """The runs one unit has live at once: one per learning rate, times the values a search round
+        tests (the first round of a verified search: both ends and `probes` inside; paper mode: one)."""
+        search = self.search
+        values = 1 if search is None or search.mode == "paper" else search.probes + 2
+        return len(self.spec.train.learning_rates) * values
+
+    def bucket_for(self, config: dict) -> Bucket:
+        """A run's bucket. The searched variable climbs a finer ladder than the other sizes (its
+        padding dominates the waste, quadratically when M = N), but is padded to at least
+        `search_pad_floor` times the point's initial upper bound: the small early probes share the
+        programs of larger ones instead of each compiling its own (on a CPU one compile costs more
+        than all those small runs together; measured on the quick MLP grid: 74 s instead of 85 s with
+        one ladder of ratio 2 and floor 0.25). The sizes in `pad_to_max` are padded to their largest
+        value in the sweep (a derived size's, after the experiment resolves the config), so points
+        differing only in them share a program. A searched size is not padded at all where its bucket
+        would hold one run at a time and the padding would cost more work over the step budget than
+        a compile (`costs.padding_pays`)."""
+        padded = self.padded_bucket(config)
+        if self.search is None or self.live_runs(padded) > 1:
+            return padded
+        exact = self.padded_bucket(config, exact_variable=True)
+        flops = [self.exp.cost("flops_per_step", padded_config(self.exp, b, config)) for b in (padded, exact)]
+        return padded if padding_pays(self.spec.train.steps * (flops[0] - flops[1]), self.platform) else exact
+
+    def padded_bucket(self, config: dict, exact_variable: bool = False) -> Bucket:
+        config = self.exp.complete(config)
+        config.update((name, max(config[name], floor)) for name, floor in self.size_floors.items())
+        search = self.search
+        if search is None or self.exp.fields[search.variable].kind != "size":  # a traced variable: no padding
+            return bucket_of(self.exp, config, self.pad, self.derived_floors)
+        if exact_variable:
+            pad = padder(self.knobs.pad_ratio, 1.0, (search.variable,))
+            return bucket_of(self.exp, config, pad, self.derived_floors)
+        floor = math.ceil(self.knobs.search_pad_floor * evaluate(search.hi, config))
+        config[search.variable] = max(config[search.variable], floor)
+        return bucket_of(self.exp, config, self.pad, self.derived_floors)
+
+    def live_runs(self, bucket: Bucket) -> int:
+        """At most how many runs `bucket` holds at once: the units whose runs at the bucket's value of
+        the searched variable fall in it, times `runs_per_round`. A function of the bucket and the
+        spec only (not of timing, of what already ran or of how many processes share the sweep), so a
+        resumed sweep chooses the same programs."""
+        if bucket.id not in self._live:
+            variable = self.search.variable if self.search else None
+            value = bucket.shape_dict.get(variable) if variable else None
+            sharing = sum(
+                self.padded_bucket({**p, variable: value} if value is not None else p) == bucket
+                or (value is not None and self.padded_bucket({**p, variable: value}, True) == bucket)
+                for p in self.spec.points
+            )
+            self._live[bucket.id] = max(sharing * len(self.spec.seeds), 1) * self.runs_per_round()
+        return self._live[bucket.id]
+
+    def padded_flops(self, bucket: Bucket, config: dict) -> float:
+        """FLOPs per step of one run of `config` in `bucket` (its padded sizes: what the program computes)."""
+        return self.exp.cost("flops_per_step", padded_config(self.exp, bucket, config))
+
+    def slots_for(self, bucket: Bucket, config: dict) -> int:
+        """Total slots of a bucket: a deterministic number per device, times the devices."""
+        flops = self.padded_flops(bucket, config)
+        return slots_per_device(flops, self.live_runs(bucket), self.platform, self.knobs.max_slots) * self.devices

@@ -1,0 +1,182 @@
+"""The planner: the engine settings of a sweep (`Knobs`: padding, probes per round, slots, segment
+length) chosen from the device kind and count, the sweep's size and the stated costs of
+jaxmem/plan/costs.py. Settings the spec gives itself are kept (overrides).
+
+- On a CPU: the spec's settings (their defaults where it gives none), as before the planner.
+- On an accelerator a program step costs about the same whatever it computes up to a point
+  (`costs.step_seconds`), and a compile costs 15 s: the planner compares the spec's padding ladders
+  with "few programs" (every size that varies over the grid padded to its largest value, every probe
+  of a search to at least its point's initial upper bound), and for each the number of probes per
+  round K, by the estimated time of the searches: compiles × their cost + rounds × the time of one
+  round (`estimate`), and takes the fastest. More probes per round mean fewer rounds (a (K+1)-ary
+  search) and, while the slots are free, no slower rounds.
+- A folder keeps the plan of its first run (`pinned`): a resumed search replays its rounds with the
+  probes they were planned with, and its runs keep their padding (float rounding), on any device.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from jaxmem.experiments.interface import SIZE, Experiment
+from jaxmem.plan import search as searching
+from jaxmem.plan.costs import ACCELERATORS, COMPILE_SECONDS, step_seconds
+from jaxmem.plan.layout import Knobs, Layout
+from jaxmem.plan.target import Target
+from jaxmem.spec.expr import evaluate
+from jaxmem.spec.sweep import SweepSpec
+
+PROBE_CHOICES = (1, 2, 3, 5, 7, 11, 15, 23, 31, 47, 63)
+ACCELERATOR_SEGMENT_SECONDS = 20.0  # host syncs cost an accelerator a step's latency each: fewer of them
+PINNED = ("pad_ratio", "search_pad_ratio", "search_pad_floor", "pad_to_max", "probes")  # what results depend on
+THRESHOLDS = 12  # answers tried (geometrically over a bracket) when counting a search's rounds
+
+
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    compiles: int  # programs of the first round
+    rounds: int  # rounds of the longest search (no expansion)
+    round_seconds: float  # device time of the first round's steps
+    seconds: float  # compiles and every round
+
+    def describe(self) -> str:
+        return (
+            f"{self.compiles} compile(s), {self.rounds} round(s) per search, about {self.round_seconds:.3g} s of "
+            f"device time per round: {self.seconds:.3g} s in all"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    knobs: Knobs
+    target: Target
+    estimate: Estimate
+    notes: tuple[str, ...]  # the decisions, in words
+
+    def describe(self) -> list[str]:
+        return [f"plan for {self.target.describe()}: {self.estimate.describe()}", *(f"  {n}" for n in self.notes)]
+
+
+def plan(spec: SweepSpec, exp: Experiment, target: Target, pinned: dict | None = None) -> Plan:
+    """The plan of `spec` on `target`; `pinned`: the result-deciding settings of the folder's first run."""
+    base = Knobs.of_spec(spec)
+    given = base.given_by(spec)
+    if pinned:
+        knobs = dataclasses.replace(base, **{k: _as_field(k, v) for k, v in pinned.items() if k in PINNED})
+        note = "padding and probes pinned by this folder's first run"
+        return Plan(knobs, target, estimate(spec, exp, knobs, target), (note,))
+    if target.platform not in ACCELERATORS:
+        note = f"{target.platform}: the spec's engine settings"
+        return Plan(base, target, estimate(spec, exp, base, target), (note,))
+    return _accelerator_plan(spec, exp, target, base, given)
+
+
+def _accelerator_plan(spec: SweepSpec, exp: Experiment, target: Target, base: Knobs, given: frozenset[str]) -> Plan:
+    fewer_syncs = dataclasses.replace(base, segment_seconds=ACCELERATOR_SEGMENT_SECONDS)
+    segment = base if "segment_seconds" in given else fewer_syncs
+    paddings = {"the spec's padding ladders": segment}
+    few = few_programs(spec, exp, segment, given)
+    if few != segment:
+        paddings["few programs (" + _few_words(few, spec) + ")"] = few
+    options = []
+    for words, knobs in paddings.items():
+        for k in _probe_choices(spec, knobs, given):
+            candidate = dataclasses.replace(knobs, probes=k)
+            options.append((estimate(spec, exp, candidate, target), words, candidate))
+    best, words, knobs = min(options, key=lambda o: (o[0].seconds, o[2].probes))
+    notes = [f"padding: {words}"]
+    if spec.search and "probes" not in given and spec.search.mode != "paper":
+        notes.append(f"{knobs.probes} probes per round (the fastest of {', '.join(map(str, PROBE_CHOICES))})")
+    if "segment_seconds" not in given:
+        notes.append(f"segments of {knobs.segment_seconds:g} s")
+    notes += [f"{name} = {getattr(knobs, name)!r} as the spec sets it" for name in sorted(given)]
+    return Plan(knobs, target, best, tuple(notes))
+
+
+def few_programs(spec: SweepSpec, exp: Experiment, knobs: Knobs, given: frozenset[str]) -> Knobs:
+    """`knobs` with every size that varies over the grid padded to its largest value and every probe to
+    at least its point's initial upper bound (where the spec does not say otherwise)."""
+    changes = {}
+    if "pad_to_max" not in given:
+        varying = sorted(n for n in varying_sizes(spec, exp) if n not in knobs.pad_to_max)
+        changes["pad_to_max"] = tuple(knobs.pad_to_max) + tuple(varying)
+    if spec.search and "search_pad_floor" not in given:
+        changes["search_pad_floor"] = 1.0
+    return dataclasses.replace(knobs, **changes)
+
+
+def varying_sizes(spec: SweepSpec, exp: Experiment) -> set[str]:
+    """The size fields other than the searched one whose value differs between grid points."""
+    searched = spec.search.variable if spec.search else None
+    configs = [exp.complete(p) for p in spec.points]
+    sizes = {n for n, f in exp.fields.items() if f.kind == SIZE and n != searched}
+    return {n for n in sizes if len({c.get(n) for c in configs}) > 1}
+
+
+def estimate(spec: SweepSpec, exp: Experiment, knobs: Knobs, target: Target) -> Estimate:
+    """What the searches (or the grid) would cost under `knobs`: the first round's programs and device
+    time (every run to its step budget, waves where a bucket holds fewer slots than runs), and the
+    rounds of the longest search."""
+    layout = Layout(spec, exp, knobs, target.platform, target.count)
+    runs_per_config = len(spec.seeds) * len(spec.train.learning_rates)
+    buckets: dict = {}
+    rounds = 1
+    for point in spec.points:
+        values, point_rounds = first_round(spec, exp, layout, point)
+        rounds = max(rounds, point_rounds)
+        for value in values:
+            config = point if value is None else {**point, spec.search.variable: value}
+            bucket = layout.bucket_for(config)
+            runs, _ = buckets.get(bucket, (0, config))
+            buckets[bucket] = (runs + runs_per_config, config)
+    seconds = 0.0
+    for bucket, (runs, config) in buckets.items():
+        slots = layout.slots_for(bucket, config)
+        per_step = step_seconds(target.platform, slots // target.count, layout.padded_flops(bucket, config))
+        seconds += math.ceil(runs / slots) * spec.train.steps * per_step
+    compile_s = COMPILE_SECONDS.get(target.platform, 15.0)
+    return Estimate(len(buckets), rounds, seconds, len(buckets) * compile_s + rounds * seconds)
+
+
+def first_round(spec: SweepSpec, exp: Experiment, layout: Layout, point: dict) -> tuple[list, int]:
+    """The values the first round of the point's search probes ([None] without a search), and the
+    most rounds its search takes over answers spread geometrically across its first bracket."""
+    if layout.search is None:
+        return [None], 1
+    config = exp.complete(point)
+    lo, hi = (int(evaluate(b, config)) for b in (layout.search.lo, layout.search.hi))
+    bracket = searching.start(layout.search, lo, hi, exp.fields[layout.search.variable].maximum)
+    answers = {lo - 1, hi} | {round(lo * (hi / lo) ** (i / THRESHOLDS)) for i in range(THRESHOLDS)}
+    rounds = max(rounds_until_done(layout.search, bracket, t) for t in answers)
+    return searching.probes(layout.search, bracket), rounds
+
+
+def rounds_until_done(search, bracket: searching.Bracket, answer: int) -> int:
+    """Rounds of a search whose runs succeed up to `answer` (monotone outcomes)."""
+    b = bracket
+    while not b.done:
+        b = searching.update(search, b, {v: v <= answer for v in searching.probes(search, b)})
+    return b.rounds
+
+
+def _probe_choices(spec: SweepSpec, knobs: Knobs, given: frozenset[str]) -> tuple[int, ...]:
+    if spec.search is None or spec.search.mode == "paper" or "probes" in given:
+        return (knobs.probes,)
+    return PROBE_CHOICES
+
+
+def _few_words(knobs: Knobs, spec: SweepSpec) -> str:
+    parts = [f"{', '.join(knobs.pad_to_max)} padded to their largest value"] if knobs.pad_to_max else []
+    if spec.search:
+        parts.append(f"every {spec.search.variable} padded to at least its point's initial upper bound")
+    return "; ".join(parts)
+
+
+def _as_field(name: str, value):
+    return tuple(value) if name == "pad_to_max" else value
+
+
+def pinned_knobs(knobs: Knobs) -> dict:
+    """What a folder keeps of its first run's plan (see `plan`)."""
+    return {name: list(v) if isinstance(v := getattr(knobs, name), tuple) else v for name in PINNED}

@@ -1,0 +1,63 @@
+"""The planner (jaxmem/plan/planner.py): a CPU keeps the spec's settings; an accelerator gets few programs
+and as many probes per round as pay; the spec's own settings and a folder's first plan win."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from helpers import ROOT
+from jaxmem.experiments.registry import get
+from jaxmem.plan.layout import Knobs
+from jaxmem.plan.planner import plan, pinned_knobs
+from jaxmem.plan.target import Target, named
+from jaxmem.spec.sweep import parse
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_protocol import GRIDS, SEEDS_DEFAULT, jaxmem_spec  # noqa: E402  (the throughput issue's grids)
+
+CPU = Target("cpu", 1, "cpu", 16 * 2**30)
+
+
+def protocol_grid(name: str, **changes):
+    data = jaxmem_spec(GRIDS[name], SEEDS_DEFAULT, "verified", 0)
+    for section, values in changes.items():
+        data[section] = {**data.get(section, {}), **values}
+    spec = parse(data, name=name)
+    return spec, get(spec.experiment)
+
+
+@pytest.mark.parametrize("grid", ["linear", "mlp"])
+def test_an_accelerator_gets_at_most_two_programs_and_three_rounds(grid):
+    spec, exp = protocol_grid(grid)
+    gpu = plan(spec, exp, named("h200"))
+    assert spec.search.resolution == 0.01
+    assert gpu.estimate.compiles <= 2 and gpu.estimate.rounds <= 3, gpu.describe()
+    cpu = plan(spec, exp, CPU)
+    assert cpu.estimate.rounds > gpu.estimate.rounds and cpu.estimate.compiles > gpu.estimate.compiles
+
+
+def test_a_cpu_keeps_the_specs_settings():
+    spec, exp = protocol_grid("mlp")
+    assert plan(spec, exp, CPU).knobs == Knobs.of_spec(spec)
+
+
+def test_the_specs_own_settings_are_overrides():
+    spec, exp = protocol_grid("linear", search={"probes": 4}, engine={"segment_seconds": 3.0, "pad_to_max": []})
+    knobs = plan(spec, exp, named("h100")).knobs
+    assert (knobs.probes, knobs.segment_seconds, knobs.pad_to_max) == (4, 3.0, ())
+
+
+def test_a_folder_keeps_its_first_plan():
+    spec, exp = protocol_grid("linear")
+    first = plan(spec, exp, named("h200")).knobs
+    resumed = plan(spec, exp, CPU, pinned=pinned_knobs(first))
+    assert {k: getattr(resumed.knobs, k) for k in ("probes", "pad_to_max", "search_pad_floor")} == {
+        k: getattr(first, k) for k in ("probes", "pad_to_max", "search_pad_floor")
+    }
+
+
+def test_an_unknown_device_kind_is_refused():
+    with pytest.raises(ValueError, match="unknown device kind 'a100'"):
+        named("a100")
