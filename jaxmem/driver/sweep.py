@@ -588,6 +588,8 @@ class Sweep:
         return succeeded(self.spec.success, self.settings, f)
 
     def _run_row(self, f: Finished, runner: BucketRunner) -> dict:
+        """The runs-table row of a finished run; in a sweep that trains, its final_metrics also hold the
+        untrained model's metrics, as `untrained_<metric>` (the baseline that learning is judged against)."""
         r = f.run
         return {
             "run_id": r.run_id,
@@ -608,7 +610,7 @@ class Sweep:
             "wall_time_s": f.wall,
             "device": runner.device,
             "finished_at": time.time(),
-            "final_metrics": f.final,
+            "final_metrics": {**f.final, **(as_untrained(f.untrained) if self.settings.steps else {})},
         }
 
     def request_stop(self, signum, _frame=None) -> None:

@@ -43,6 +43,7 @@ class Finished:
     wall: float
     at_points: list[dict] = dataclasses.field(default_factory=list)  # test-time axes: the final
     # parameters' metrics at each point of Settings.final_eval's product, in its order
+    untrained: dict = dataclasses.field(default_factory=dict)  # the experiment's metrics at initialisation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -234,6 +235,7 @@ class BucketRunner:
                 "hit": self.state.hit_step,
                 "step": self.state.step,
                 "last": self.state.last,
+                "untrained": self.state.untrained,
                 "history": self.state.history,
                 "history_step": self.state.history_step,
                 "history_len": self.state.history_len,
@@ -269,6 +271,7 @@ class BucketRunner:
                         diverged=bool(summary["diverged"][i]),
                         wall=float(self.wall[i]),
                         at_points=at_points[i] if at_points else [],
+                        untrained={k: float(v[i]) for k, v in summary["untrained"].items()},
                     )
                 )
                 self.slots[i] = None

@@ -35,6 +35,7 @@ class RunState(NamedTuple):  # numbers in the default float type: float32, or fl
     diverged: jax.Array
     recent: jax.Array  # (max(Settings.give_up, 1),) best at each of the last give_up evaluations, a ring
     last: dict  # metrics at the latest evaluation
+    untrained: dict  # the experiment's metrics at initialisation (step 0): the untrained model's baseline
     history: dict  # metrics of every evaluation of this segment: name -> (Settings.history,); unused if 0
     history_step: jax.Array  # (Settings.history,) the step of each recorded evaluation
     history_len: jax.Array  # evaluations recorded this segment
@@ -120,6 +121,14 @@ def evaluated(exp: Experiment, params, problem, shape: dict, dyn: dict) -> dict:
     return {k: jnp.asarray(v, float) for k, v in exp.evaluate(params, problem, shape, dyn).items()}
 
 
+UNTRAINED = "untrained_"  # the name of a metric of the untrained model (its parameters at initialisation)
+
+
+def as_untrained(metrics: dict) -> dict:
+    """`metrics` of the untrained model under their stored names (`untrained_<metric>`)."""
+    return {UNTRAINED + k: v for k, v in metrics.items()}
+
+
 def block_length(settings: Settings, step: jax.Array):
     """Steps from `step` to the next evaluation: `eval_every`, or on a log schedule the distance to
     the next scheduled step (at least 1: a run past the schedule's end is done and frozen anyway)."""
@@ -148,11 +157,13 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
 
     flow = settings.integrator == "gradient_flow"
 
+    def with_effort(metrics: dict, opt_state) -> dict:
+        """The experiment's metrics, with gradient flow the solver's accepted steps so far (its effort:
+        stiffness, tolerance)."""
+        return {**metrics, "solver_steps": opt_state["solver_steps"].astype(float)} if flow else metrics
+
     def evaluate(params, problem, dyn, opt_state):
-        metrics = evaluated(exp, params, problem, shape, dyn)
-        if flow:  # the solver's accepted steps so far (its effort: stiffness, tolerance)
-            metrics["solver_steps"] = opt_state["solver_steps"].astype(float)
-        return metrics
+        return with_effort(evaluated(exp, params, problem, shape, dyn), opt_state)
 
     def record(state: RunState, metrics: dict) -> RunState:
         """Append this evaluation to the segment's history (a no-op program when history is off)."""
@@ -189,7 +200,8 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
         key = run_key(seed, problem_index)
         params, problem = exp.init(key, shape, dyn)
         opt_state = {"solver_steps": jnp.array(0, jnp.int32)} if flow else exp.optimizer(dyn).init(params)
-        metrics = evaluate(params, problem, dyn, opt_state)
+        untrained = evaluated(exp, params, problem, shape, dyn)
+        metrics = with_effort(untrained, opt_state)
         fresh = RunState(
             key=key,
             params=params,
@@ -202,6 +214,7 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
             diverged=jnp.array(False),
             recent=jnp.zeros(max(settings.give_up, 1), float),
             last=metrics,
+            untrained=untrained,
             history={k: jnp.zeros(max(settings.history, 1), float) for k in metrics},  # no 0-size
             history_step=jnp.zeros(max(settings.history, 1), jnp.int32),  # arrays: shard_map mistypes them
             history_len=jnp.array(0, jnp.int32),
@@ -341,16 +354,23 @@ def make_final_eval(exp: Experiment, shape: dict):
     """`final_eval(state, dyn, points) -> {metric: (slots, P)}`: every slot's current parameters
     evaluated at each of the P points (`points`: field -> (P,) traced values, replacing the run's own
     value in `dyn`), FINAL_EVAL_BATCH points at a time: test-time axes read off the trained model,
-    never retrained."""
+    never retrained. A trainable experiment's untrained model is evaluated there too (`untrained_<metric>`):
+    the parameters `init` drew, drawn again from the run's key and its own traced values."""
 
-    def one(params, problem, dyn, points):
+    def one(params, problem, key, dyn, points):
+        initial = exp.init(key, shape, dyn)[0] if exp.trainable else None
+
         def at(point):
-            return evaluated(exp, params, problem, shape, {**dyn, **point})
+            values = {**dyn, **point}
+            metrics = evaluated(exp, params, problem, shape, values)
+            if initial is None:
+                return metrics
+            return {**metrics, **as_untrained(evaluated(exp, initial, problem, shape, values))}
 
         return jax.lax.map(at, points, batch_size=FINAL_EVAL_BATCH)
 
     def final_eval(state: RunState, dyn: dict, points: dict):
-        return jax.vmap(one, in_axes=(0, 0, 0, None))(state.params, state.problem, dyn, points)
+        return jax.vmap(one, in_axes=(0, 0, 0, 0, None))(state.params, state.problem, state.key, dyn, points)
 
     return final_eval
 
