@@ -106,7 +106,8 @@ def test_linear_fit_recovers_intercept_and_slope_with_per_seed_spread_and_verdic
     assert (result["a"], result["b"], result["r2"]) == (pytest.approx(5), pytest.approx(2.5), pytest.approx(1))
     mean, std, count = result["seed_b"]
     assert mean == pytest.approx(2.5) and std == pytest.approx(0) and count == 4
-    assert result["slope_pass"] is True and result["r2_pass"] is True
+    assert result["slope_verdict"].outcome == "PASS"  # 3 distinct x on an exact line: a point interval
+    assert result["r2_verdict"].reason == "3 distinct x values: a + b·x^p fits any 3 points"  # INCONCLUSIVE
     frame = pd.concat([searches_frame().assign(inputs="boolean"), searches_frame().assign(inputs="gaussian")])
     frame.loc[frame["inputs"] == "gaussian", "capacity"] *= 2
     grouped = dataclasses.replace(spec, group_by=("inputs",))
@@ -116,7 +117,8 @@ def test_linear_fit_recovers_intercept_and_slope_with_per_seed_spread_and_verdic
     assert "| n = a + b · n_cnt (inputs=boolean) | 5.000 ±" in text and "(inputs=gaussian) | 10.000 ±" in text
     halved = options({"fit_linear": [{"x": "m_T", "y": "n / 2", "expect_slope": [0, 1]}]}).fit_linear[0]
     result = linear_fit(halved, searches_frame(), "n")
-    assert result["b"] == pytest.approx(5) and result["a"] == pytest.approx(2.5) and result["slope_pass"] is False
+    assert result["b"] == pytest.approx(5) and result["a"] == pytest.approx(2.5)
+    assert result["slope_verdict"].outcome == "FAIL"
 
 
 # -- ratios ------------------------------------------------------------------------------------------------
@@ -170,7 +172,7 @@ def test_write_report_with_linear_fit_ratio_and_success_map(tmp_path):
     assert "- n*/n_cnt: point medians 2.812–3.75 over 3 points (single searches 2.75–4)." in text
     fit = next(line for line in text.splitlines() if line.startswith("| n* = a + b · n_cnt |"))
     assert fit.startswith("| n* = a + b · n_cnt | 5.000 ± ") and "| 1.0000 | 3 | 2.500 ± " in fit  # se ~ 1e-15
-    assert fit.endswith("(4 seeds) | R² ≥ 0.9: **PASS** |")
+    assert fit.endswith("(4 seeds) | R² ≥ 0.9: **INCONCLUSIVE** (3 distinct x values: a + b·x^p fits any 3 points) |")
     assert "## Success map" in text and "![success map](success_map.png)" in text
     assert "| d=8 | 1 | 4: 0/4 · 8: 0/4 · 12: 0/4 · 16: 4/4 · 24: 4/4" in text
     assert "| 14, 15, 15, 16 |" in text

@@ -82,7 +82,7 @@ def test_a_report_of_an_interrupted_search_sweep_says_it_is_partial(tmp_path):
     assert "## Fitted slope (partial: 4 of 12 searches)" in lines
     capacity = [line for line in lines if line.startswith("| 8 |") or line.startswith("| 16 |")]
     assert " 3/3 |" in capacity[0] and " 1/3 (2 not finished) |" in capacity[1]
-    assert "- Expected slope in [0.5, 1.5]: **PASS** (on a partial sweep)" in lines
+    assert "- Expected slope in [0.5, 1.5]: **INCONCLUSIVE** (2 distinct x values) (on a partial sweep)" in lines
     assert "**PASS** (on a partial sweep)." in text  # the ratio's verdict line
     assert "## Sweep (partial" not in text and "## Runs (partial" not in text
 
@@ -160,6 +160,7 @@ def test_marked_notes_headings_and_verdict_lines_but_not_table_cells():
             "| 1 | **PASS** |",
             "- Boundary never rises as d grows: **yes**",
             "- all runs: slope 1.2 over 3 finite medians (expected [1, 2]: PASS)",
+            "- Expected: interior minimum: **INCONCLUSIVE** (minimum within the seed spread)",
             "Runs PASS when within 10%.",
         ]
     )
@@ -172,6 +173,7 @@ def test_marked_notes_headings_and_verdict_lines_but_not_table_cells():
         "| 1 | **PASS** |",
         "- Boundary never rises as d grows: **yes** (on a partial sweep)",
         "- all runs: slope 1.2 over 3 finite medians (expected [1, 2]: PASS) (on a partial sweep)",
+        "- Expected: interior minimum: **INCONCLUSIVE** (minimum within the seed spread) (on a partial sweep)",
         "Runs PASS when within 10%.",
     ]
     assert marked(section, None) == section

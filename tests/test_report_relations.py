@@ -1,6 +1,7 @@
 """`[[report.relation]]` on synthetic runs and searches (no training): per-x quantiles with missing
 values, linear and power fits, Spearman ρ with missing values ranked, the interior-minimum check, the
-verdicts, the files, and the keys' checks."""
+verdicts (PASS, FAIL, INCONCLUSIVE; more in tests/test_report_verdicts.py), the files, and the keys'
+checks."""
 
 import math
 
@@ -11,6 +12,7 @@ from scipy import stats
 
 from jaxmem.report import write_report
 from jaxmem.report.relations import per_x, relation_rows, spearman, summarise
+from jaxmem.report.verdicts import FAIL, INCONCLUSIVE, PASS
 from jaxmem.spec.report_tables import Context, read_report
 from jaxmem.spec.sweep import stored_report_spec
 
@@ -26,7 +28,7 @@ def relation(table: dict, search: bool = False):
 
 def runs_frame() -> pd.DataFrame:
     """steps_to_threshold = 100/α + 10·(seed − 1), except seed 2 at the smallest α never gets there;
-    final_test_loss is U-shaped in α (smallest at 0.25 and 0.4)."""
+    final_test_loss is U-shaped in α (smallest at 0.25 and 0.4), well beyond its seed spread."""
     rows = []
     for alpha in ALPHAS:
         for seed in SEEDS:
@@ -40,7 +42,7 @@ def runs_frame() -> pd.DataFrame:
                     "alpha": alpha,
                     "H": 1 + seed % 2,
                     "steps_to_threshold": math.nan if never else 100 / alpha + 10 * (seed - 1),
-                    "final_test_loss": (alpha - 0.32) ** 2 + 0.01 * seed,
+                    "final_test_loss": (alpha - 0.32) ** 2 + 0.001 * seed,
                     "max_metric": 1.0,
                     "success": not never,
                 }
@@ -73,33 +75,45 @@ def test_missing_high_ranks_above_every_value_in_rho_and_quantiles():
     assert per_x(relation_rows(drop, runs, pd.DataFrame()), "drop").iloc[-1]["max"] == 500
 
 
+def outcomes(fit: dict) -> dict:
+    """The outcome of each verdict of a group's result ("" without the check)."""
+    return {k.removesuffix("_verdict"): v.outcome if v else "" for k, v in fit.items() if k.endswith("_verdict")}
+
+
 def test_linear_fit_over_medians_and_its_verdicts():
     (rel,) = relation(
-        {"x": "1/alpha", "y": "steps_to_threshold", "expect_slope": [97, 101], "min_r2": 0.99, "rank": "increasing"}
+        {"x": "1/alpha", "y": "steps_to_threshold", "expect_slope": [90, 110], "min_r2": 0.99, "rank": "increasing"}
     )
     _, (fit,) = summarise(rel, relation_rows(rel, runs_frame(), pd.DataFrame()))
     medians = [200, 250, 400, 495]  # 100/α, the last over seeds 0 and 1 only
-    b, a, r, *_ = stats.linregress([2, 2.5, 4, 5], medians)
-    assert (fit["b"], fit["a"], fit["r2"], fit["n"]) == pytest.approx((b, a, r**2, 4))
-    assert fit["slope_pass"] and fit["r2_pass"] and fit["rank_pass"]
+    line = stats.linregress([2, 2.5, 4, 5], medians)
+    assert (fit["b"], fit["a"], fit["r2"], fit["n"]) == pytest.approx((line.slope, line.intercept, line.rvalue**2, 4))
+    half = stats.t.ppf(0.975, 2) * line.stderr  # the slope's 95 % t-interval over 4 medians
+    assert (fit["b_lo"], fit["b_hi"]) == pytest.approx((line.slope - half, line.slope + half))
+    assert outcomes(fit) == {"slope": PASS, "r2": PASS, "rank": PASS, "monotone": "", "minimum": ""}
+    assert fit["law_p_lo"] < 1 < fit["law_p_hi"] and not fit["law_p_lo"] <= 0 and not fit["law_p_hi"] >= 2
+    (edge,) = relation({"x": "1/alpha", "y": "steps_to_threshold", "expect_slope": [97, 101]})  # b = 98.6 inside,
+    _, (fit,) = summarise(edge, relation_rows(edge, runs_frame(), pd.DataFrame()))  # its interval not
+    assert fit["slope_verdict"].outcome == INCONCLUSIVE and "crosses 97" in fit["slope_verdict"].reason
     (strict,) = relation({"x": "1/alpha", "y": "steps_to_threshold", "expect_slope": [0, 1], "rank": "decreasing"})
     _, (fit,) = summarise(strict, relation_rows(strict, runs_frame(), pd.DataFrame()))
-    assert fit["slope_pass"] is False and fit["rank_pass"] is False and fit["r2_pass"] is None
+    assert outcomes(fit) == {"slope": FAIL, "r2": "", "rank": FAIL, "monotone": "", "minimum": ""}
     (open_ended,) = relation({"x": "1/alpha", "y": "steps_to_threshold", "expect_slope": [0, math.inf]})  # b > 0
-    assert summarise(open_ended, relation_rows(open_ended, runs_frame(), pd.DataFrame()))[1][0]["slope_pass"] is True
+    fit = summarise(open_ended, relation_rows(open_ended, runs_frame(), pd.DataFrame()))[1][0]
+    assert fit["slope_verdict"].outcome == PASS
 
 
 def test_power_fit_recovers_the_exponent_and_the_u_shape_is_found():
     runs = runs_frame()
     (power,) = relation({"x": "alpha", "y": "steps_to_threshold", "fit": "power", "expect_slope": [-1.1, -0.9]})
     _, (fit,) = summarise(power, relation_rows(power, runs, pd.DataFrame()))
-    assert fit["b"] == pytest.approx(-1, abs=0.05) and fit["slope_pass"]
+    assert fit["b"] == pytest.approx(-1, abs=0.05) and fit["slope_verdict"].outcome == PASS
     (u,) = relation({"x": "alpha", "y": "final_test_loss", "minimum": "interior", "fit": "none"})
     _, (fit,) = summarise(u, relation_rows(u, runs, pd.DataFrame()))
-    assert fit["interior_minimum"] is True and fit["minimum_pass"] is True and "b" not in fit
+    assert fit["interior_minimum"] is True and fit["minimum_verdict"].outcome == PASS and "b" not in fit
     (monotone,) = relation({"x": "alpha", "y": "steps_to_threshold", "minimum": "interior"})
     _, (fit,) = summarise(monotone, relation_rows(monotone, runs, pd.DataFrame()))
-    assert fit["interior_minimum"] is False and fit["minimum_pass"] is False
+    assert fit["interior_minimum"] is False and fit["minimum_verdict"].outcome == FAIL
 
 
 def test_group_by_fits_each_group_and_searches_leave_censored_answers_out():
@@ -137,8 +151,9 @@ def test_a_search_censored_below_its_range_ranks_low_even_when_missing_ranks_hig
     assert table.loc[0.25, "max"] == math.inf and table.loc[0.25, "median"] == 65
 
 
-def test_monotone_judges_the_medians_with_ties_and_bounds():
-    """The spec's "N*(0.5) non-increasing in α*": the medians, not a Spearman ρ over every noisy seed."""
+def test_monotone_judges_the_medians_beyond_their_spread_with_bounds():
+    """The spec's "N*(0.5) non-increasing in α*": the medians, not a Spearman ρ over every noisy seed; a
+    step counts beyond the seed spread (the 25–75 % ranges), so a tie or a rise within it breaks nothing."""
     searches = pd.DataFrame(
         {
             "alpha": [0.42] * 3 + [0.46] * 3 + [0.5] * 3,
@@ -149,13 +164,17 @@ def test_monotone_judges_the_medians_with_ties_and_bounds():
     )
     (down,) = relation({"x": "alpha", "y": "capacity", "missing": "high", "monotone": "non-increasing"}, search=True)
     _, (fit,) = summarise(down, relation_rows(down, pd.DataFrame(), searches))  # medians ∞, 91, 91
-    assert fit["monotone_pass"] is True
+    assert fit["monotone_verdict"].outcome == PASS  # 25–75 %: ∞ – ∞, 65.5 – 93, 60.5 – 145.5
     (up,) = relation({"x": "alpha", "y": "capacity", "missing": "high", "monotone": "non-decreasing"}, search=True)
-    assert summarise(up, relation_rows(up, pd.DataFrame(), searches))[1][0]["monotone_pass"] is False
+    assert summarise(up, relation_rows(up, pd.DataFrame(), searches))[1][0]["monotone_verdict"].outcome == FAIL
     one = searches[searches["alpha"] == 0.5]
-    assert summarise(down, relation_rows(down, pd.DataFrame(), one))[1][0]["monotone_pass"] == "unmeasured"
+    assert summarise(down, relation_rows(down, pd.DataFrame(), one))[1][0]["monotone_verdict"].reason == (
+        "1 distinct x value"
+    )
     flat = searches.assign(capacity=512, censored="above")  # every median a bound at ∞: no trend
-    assert summarise(down, relation_rows(down, pd.DataFrame(), flat))[1][0]["monotone_pass"] is False
+    assert summarise(down, relation_rows(down, pd.DataFrame(), flat))[1][0]["monotone_verdict"].outcome == INCONCLUSIVE
+    noisy = searches[searches["alpha"] > 0.42]  # 91 then 91: within the spread, and only two x
+    assert summarise(down, relation_rows(down, pd.DataFrame(), noisy))[1][0]["monotone_verdict"].outcome == INCONCLUSIVE
 
 
 def test_where_keeps_the_rows_with_the_listed_values():
@@ -204,7 +223,9 @@ def test_a_relation_whose_every_row_lacks_a_value_still_renders(tmp_path):
     write_report(tmp_path, stored_report_spec({"report": {"relation": table}}), pd.DataFrame(), runs, {})
     assert (tmp_path / "relations.png").read_bytes()[:8] == PNG_MAGIC
     text = (tmp_path / "report.md").read_text()
-    assert "| 0.2 | 3 | 3 | ∞ | ∞ – ∞ | ∞ – ∞ |" in text and "b in [1, 2]: **not measurable**" in text
+    assert (
+        "| 0.2 | 3 | 3 | ∞ | ∞ – ∞ | ∞ – ∞ |" in text and "b in [1, 2]: **INCONCLUSIVE** (0 distinct x values)" in text
+    )
 
 
 def problems_of(table, context: Context) -> list[str]:
@@ -228,6 +249,7 @@ def test_keys_and_names_are_checked():
                 "monotone": "up",
             },
             {"y": "steps_run"},
+            {"x": "alpha", "y": "steps_run", "fit": "none", "min_r2": 0.9},
         ],
         grid,
     ) == [
@@ -241,6 +263,7 @@ def test_keys_and_names_are_checked():
         "report.relation[0].fit: must be one of ['linear', 'power', 'none'], got 'cubic'",
         "report.relation[0].monotone: must be one of ['non-increasing', 'non-decreasing'], got 'up'",
         "report.relation[1].x: missing",
+        'report.relation[2].min_r2: needs a fit, got fit = "none"',
     ]
     search = Context(config=frozenset({"alpha", "n"}), metrics=frozenset({"test_error"}), variable="n")
     assert problems_of({"x": "alpha", "y": "1/sqrt(capacity)"}, search) == []

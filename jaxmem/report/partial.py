@@ -14,7 +14,7 @@ from jaxmem.persistence.progress import Found
 from jaxmem.report.export import iso_times
 
 HEADING = re.compile(r"^#{2,3} ")
-VERDICT = re.compile(r"\*\*(?:PASS|FAIL|yes|no)\*\*|\b(?:PASS|FAIL)\)")  # bold verdicts; "(expected …: PASS)"
+VERDICT = re.compile(r"\*\*(?:PASS|FAIL|INCONCLUSIVE|yes|no)\*\*|\b(?:PASS|FAIL|INCONCLUSIVE)\)")  # bold; "(…: PASS)"
 ON_PARTIAL = "(on a partial sweep)"
 
 

@@ -1,8 +1,19 @@
 """`[[report.relation]]` (jaxmem.spec.report_relations): a per-run quantity against an expression of
 the config. Per group and x value: the rows, how many lack a value, and the median, quartiles and
-min–max of y. Then a fit over the finite medians, Spearman ρ over every row, and whether the smallest
-median is interior. Writes relations.csv, relation_fits.csv and relations.png, and returns report.md's
-section.
+min–max of y. Then a fit over the finite medians, Spearman ρ over every row, where the smallest median
+lies, and the verdicts of the expectations the relation states (jaxmem.report.verdicts: PASS, FAIL or
+INCONCLUSIVE). Writes relations.csv, relation_fits.csv and relations.png, and returns report.md's section.
+
+Every check needs 3 or more x values with a median. The slope is judged by its 95 % interval, the R² of
+a law against the same law with a free exponent (jaxmem.report.verdicts). The shape checks judge the
+medians beyond the seed spread, which is each x's 25–75 % range (every x then needs 2 or more values):
+- `minimum = "interior"` PASSes when the smallest median lies inside the x range and on each side of it
+  some x has its 25–75 % range wholly above the minimum's; FAILs when the smallest median lies at an
+  end and every interior x is above it in that sense; else INCONCLUSIVE (the minimum lies within the
+  seed spread).
+- `monotone = "non-increasing"` FAILs when a larger x has its 25–75 % range wholly above a smaller x's
+  (a rise beyond the spread), PASSes when, without such a rise, a larger x lies wholly below a smaller
+  one (a fall beyond the spread), else is INCONCLUSIVE; "non-decreasing" the mirror image.
 
 A row without a value is a run whose threshold was never reached, or a search censored outside its
 range. With `missing = "drop"` it is left out. With "high" or "low" it ranks above or below every value
@@ -21,12 +32,15 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from jaxmem.report.capacity.linear import checked, fit_line, fit_verdicts, judged, passed
+from jaxmem.report.capacity.fit import fit_line
+from jaxmem.report.capacity.linear import fit_checks, fit_verdicts
 from jaxmem.report.capacity.searches import censored_side
+from jaxmem.report.capacity.stable import flagged_units
 from jaxmem.report.expressions import row_values
 from jaxmem.report.files import write_csv
 from jaxmem.report.relations_plot import plot_relations
 from jaxmem.report.text import group_labels, markdown_table, mean_std, number
+from jaxmem.report.verdicts import Verdict, decided, flat, inconclusive, passed, slope_text, too_few_x
 from jaxmem.spec.report_relations import Relation
 from jaxmem.spec.tables import names_of
 
@@ -44,13 +58,19 @@ def relation_rows(relation: Relation, runs: pd.DataFrame, searches: pd.DataFrame
         side = censored_side(searches) if not searches.empty else ""
         frame = searches.assign(capacity=searches["capacity"].where(side == ""), side=side)
         frame = with_run_metrics(frame, runs, sorted(n for n in names_of(relation.x) if n.startswith("final_")))
-    for name, values in relation.where:
-        frame = frame[frame[name].isin(values)] if name in frame else frame.iloc[:0]
+    frame = kept(relation, frame)
     if frame.empty:
         return pd.DataFrame(columns=["group", "x", "y", "side"])
     x, y = row_values(relation.x, frame), row_values(relation.y, frame)
     group = group_labels(frame, list(relation.group_by))
     return pd.DataFrame({"group": group, "x": x, "y": y, "side": frame["side"].to_numpy()})
+
+
+def kept(relation: Relation, frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of `frame` with the config values the relation's `where` keeps."""
+    for name, values in relation.where:
+        frame = frame[frame[name].isin(values)] if name in frame else frame.iloc[:0]
+    return frame
 
 
 def with_run_metrics(searches: pd.DataFrame, runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
@@ -100,30 +120,33 @@ def cell(value: float) -> str:
 
 
 def per_x(rows: pd.DataFrame, missing: str) -> pd.DataFrame:
-    """Per group and x: rows, missing (no value), and the median, q25, q75, min, max of the values that
-    count (`ranked`)."""
+    """Per group and x: rows, missing (no value), values (that count, `ranked`) and their median, q25,
+    q75, min, max."""
     out = []
     for (group, x), part in rows.groupby(["group", "x"], sort=True):
         y = ranked(part, missing)
         quantiles = quartiles(y)
         low, high = (y.min(), y.max()) if y.size else (math.nan, math.nan)
-        out.append(
-            [group, x, len(part), int(part["y"].isna().sum()), quantiles[1], quantiles[0], quantiles[2], low, high]
-        )
-    return pd.DataFrame(out, columns=["group", "x", "rows", "missing", "median", "q25", "q75", "min", "max"])
+        missing_count = int(part["y"].isna().sum())
+        out.append([group, x, len(part), missing_count, y.size, quantiles[1], quantiles[0], quantiles[2], low, high])
+    columns = ["group", "x", "rows", "missing", "values", "median", "q25", "q75", "min", "max"]
+    return pd.DataFrame(out, columns=columns)
 
 
-def fitted(relation: Relation, medians: pd.DataFrame) -> dict:
-    """The fit over the finite medians (positive ones, and positive x, for a power law): fit_line's a, b,
-    their standard errors, R² and n; {} with fit = "none"."""
-    if relation.fit == "none":
-        return {}
+def fit_points(relation: Relation, medians: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The x and the medians the fit uses: the finite ones (positive ones, and positive x, for a power law)."""
     x, y = medians["x"].to_numpy(float), medians["median"].to_numpy(float)
     keep = np.isfinite(x) & np.isfinite(y)
     if relation.fit == "power":
         keep &= (x > 0) & (y > 0)
-        return fit_line(np.log(x[keep]), np.log(y[keep]))
-    return fit_line(x[keep], y[keep])
+    return x[keep], y[keep]
+
+
+def fitted(relation: Relation, x: np.ndarray, y: np.ndarray) -> dict:
+    """fit_line over the fit's points (ln y on ln x for a power law); {} with fit = "none"."""
+    if relation.fit == "none":
+        return {}
+    return fit_line(np.log(x), np.log(y)) if relation.fit == "power" else fit_line(x, y)
 
 
 def spearman(rows: pd.DataFrame, missing: str) -> float:
@@ -135,74 +158,112 @@ def spearman(rows: pd.DataFrame, missing: str) -> float:
     return float(stats.spearmanr(x, y).statistic)
 
 
-def interior_minimum(medians: pd.DataFrame) -> bool | None:
-    """Whether the smallest finite median (x ascending) lies strictly inside the x range; None with
-    fewer than 3 finite medians."""
-    finite = medians[np.isfinite(medians["median"].to_numpy(float))].sort_values("x")
-    if len(finite) < 3:
+def shape_points(medians: pd.DataFrame) -> pd.DataFrame:
+    """The x values with a median (a bound at ±∞ included), ascending."""
+    return medians.dropna(subset=["median"]).sort_values("x")
+
+
+def smallest_inside(medians: pd.DataFrame) -> bool | None:
+    """Whether the smallest median lies strictly inside the x range; None with fewer than 3 medians."""
+    points = shape_points(medians)
+    if len(points) < 3:
         return None
-    where = int(np.argmin(finite["median"].to_numpy(float)))
-    return 0 < where < len(finite) - 1
+    return 0 < int(np.argmin(points["median"].to_numpy(float))) < len(points) - 1
 
 
-def monotone_medians(medians: pd.DataFrame, direction: str) -> bool | None:
-    """Whether the per-x medians (a bound at ±∞ included) never rise ("non-increasing") or never fall
-    ("non-decreasing") as x grows, and move that way at least once (all equal is no trend); None with
-    fewer than 2 medians."""
-    ordered = medians.dropna(subset=["median"]).sort_values("x")["median"].to_numpy(float)
-    if len(ordered) < 2:
-        return None
-    earlier, later = ordered[:-1], ordered[1:]
-    if direction == "non-decreasing":
-        earlier, later = later, earlier
-    return bool(np.all(later <= earlier) and np.any(later < earlier))
+def without_spread(points: pd.DataFrame) -> Verdict | None:
+    """INCONCLUSIVE for fewer than 3 x values or an x with a single value (no seed spread); else None."""
+    few = too_few_x(len(points))
+    if few is not None:
+        return few
+    return inconclusive("an x with a single value: no seed spread") if (points["values"] < 2).any() else None
 
 
-def verdicts(relation: Relation, fit: dict, rho: float, interior: bool | None, monotone: bool | None) -> dict:
-    """PASS (True) / FAIL (False) / UNMEASURED per expectation the relation states; None where it states none."""
-    slope, r2 = fit.get("b", math.nan), fit.get("r2", math.nan)
+def minimum_verdict(medians: pd.DataFrame) -> Verdict:
+    """`minimum = "interior"` beyond the seed spread (module docstring)."""
+    points = shape_points(medians)
+    unknown = without_spread(points)
+    if unknown is not None:
+        return unknown
+    q25, q75 = points["q25"].to_numpy(float), points["q75"].to_numpy(float)
+    where = int(np.argmin(points["median"].to_numpy(float)))
+    above = q25 > q75[where]  # the x values whose 25–75 % range lies wholly above the minimum's
+    if 0 < where < len(points) - 1:
+        if above[:where].any() and above[where + 1 :].any():
+            return decided(True)
+    elif above[1:-1].all():
+        return decided(False, "smallest median at an end, below every interior x beyond the seed spread")
+    return inconclusive("minimum within the seed spread")
+
+
+def monotone_verdict(medians: pd.DataFrame, direction: str) -> Verdict:
+    """`monotone` beyond the seed spread (module docstring)."""
+    points = shape_points(medians)
+    unknown = without_spread(points)
+    if unknown is not None:
+        return unknown
+    q25, q75 = points["q25"].to_numpy(float), points["q75"].to_numpy(float)
+    if direction == "non-decreasing":  # the mirror image: a fall is a rise of −y
+        q25, q75 = -q75, -q25
+    later = np.triu(np.ones((len(points), len(points)), dtype=bool), k=1)  # [i, j]: x_j > x_i
+    if (later & (q25[None, :] > q75[:, None])).any():
+        return decided(False, "a step against it beyond the seed spread")
+    if (later & (q75[None, :] < q25[:, None])).any():
+        return decided(True)
+    return inconclusive("no change beyond the seed spread")
+
+
+def rank_verdict(relation: Relation, rho: float, n_x: int) -> Verdict | None:
+    """Spearman ρ against `rank` and `min_rank`; None without `rank`."""
     sign = {"increasing": 1, "decreasing": -1}.get(relation.rank)
-    lo_hi = relation.expect_slope
-    return {
-        "slope_pass": judged(lo_hi is not None, slope, lambda b: lo_hi[0] <= b <= lo_hi[1]),
-        "r2_pass": judged(relation.min_r2 is not None, r2, lambda value: value >= relation.min_r2),
-        "rank_pass": judged(sign is not None, rho, lambda value: sign * value >= relation.min_rank),
-        "monotone_pass": checked(relation.monotone is not None, monotone),
-        "minimum_pass": checked(relation.minimum is not None, interior),
-    }
+    if sign is None:
+        return None
+    few = too_few_x(n_x)
+    if few is not None:
+        return few
+    return inconclusive("no ρ: a constant side") if math.isnan(rho) else decided(sign * rho >= relation.min_rank)
+
+
+def verdicts(relation: Relation, fit: dict, x: np.ndarray, y: np.ndarray, rho: float, medians: pd.DataFrame) -> dict:
+    """A verdict per expectation the relation states ("<check>_verdict"; None where it states none), and
+    the free exponent of its R² check (jaxmem.report.capacity.linear.fit_verdicts)."""
+    out = fit_verdicts(relation, fit, x, y, power=relation.fit == "power")  # none with fit = "none" (the spec)
+    out["rank_verdict"] = rank_verdict(relation, rho, len(shape_points(medians)))
+    out["monotone_verdict"] = monotone_verdict(medians, relation.monotone) if relation.monotone else None
+    out["minimum_verdict"] = minimum_verdict(medians) if relation.minimum else None
+    return out
 
 
 def summarise(relation: Relation, rows: pd.DataFrame) -> tuple[pd.DataFrame, list[dict]]:
-    """The per-x table and, per group, the fit, ρ, the interior-minimum check and the verdicts."""
+    """The per-x table and, per group, the fit, ρ, where the smallest median lies and the verdicts."""
     table = per_x(rows, relation.missing)
     fits = []
     for group in sorted(table["group"].unique(), key=natural):
         medians = table[table["group"] == group]
-        fit, rho = fitted(relation, medians), spearman(rows[rows["group"] == group], relation.missing)
-        interior = interior_minimum(medians)
-        monotone = monotone_medians(medians, relation.monotone) if relation.monotone else None
+        x, y = fit_points(relation, medians)
+        fit, rho = fitted(relation, x, y), spearman(rows[rows["group"] == group], relation.missing)
         fits.append(
             {
                 "group": group,
                 **fit,
                 "spearman": rho,
-                "interior_minimum": interior,
-                **verdicts(relation, fit, rho, interior, monotone),
+                "interior_minimum": smallest_inside(medians),
+                **verdicts(relation, fit, x, y, rho, medians),
             }
         )
     return table, fits
 
 
 def expectations(relation: Relation, result: dict) -> str:
-    """e.g. "b in [0.5, 2]: PASS; ρ ≥ 0.8: FAIL"; "–" without expectations."""
-    parts = fit_verdicts(relation, result)
-    if result["rank_pass"] is not None:
+    """e.g. "b in [0.5, 2] (95 % CI [0.8, 1.3]): **PASS**; ρ ≥ 0.8: **FAIL**"; "–" without expectations."""
+    parts = fit_checks(relation, result)
+    if result["rank_verdict"] is not None:
         side = "≥ " if relation.rank == "increasing" else "≤ −"
-        parts.append(f"ρ {side}{number(relation.min_rank)}: {passed(result['rank_pass'])}")
-    if result["monotone_pass"] is not None:
-        parts.append(f"medians {relation.monotone} in x: {passed(result['monotone_pass'])}")
-    if result["minimum_pass"] is not None:
-        parts.append(f"interior minimum: {passed(result['minimum_pass'])}")
+        parts.append(f"ρ {side}{number(relation.min_rank)}: {passed(result['rank_verdict'])}")
+    if result["monotone_verdict"] is not None:
+        parts.append(f"medians {relation.monotone} in x: {passed(result['monotone_verdict'])}")
+    if result["minimum_verdict"] is not None:
+        parts.append(f"interior minimum: {passed(result['minimum_verdict'])}")
     return "; ".join(parts) or "–"
 
 
@@ -213,8 +274,8 @@ def law(relation: Relation) -> str:
     return f"{relation.y_label} = a + b · {relation.x_label}"
 
 
-def relation_section(relation: Relation, table: pd.DataFrame, fits: list[dict]) -> str:
-    """report.md's lines of one relation: the per-x table and one line per group."""
+def relation_section(relation: Relation, table: pd.DataFrame, fits: list[dict], note: str = "") -> str:
+    """report.md's lines of one relation: the per-x table, the `note` under it, and one line per group."""
     grouped = bool(relation.group_by)
     headers = (["group"] if grouped else []) + [relation.x_label, "rows", "no value", "median", "25–75 %", "min–max"]
     body = [
@@ -238,11 +299,12 @@ def relation_section(relation: Relation, table: pd.DataFrame, fits: list[dict]) 
         "",
     ]
     lines += [markdown_table(headers, body), ""]
+    lines += [note, ""] if note else []
     for f in fits:
         where = f"{f['group']}: " if grouped else ""
         fit = ""
         if "b" in f:
-            a, b, r2 = mean_std(f["a"], f["a_se"], 3), mean_std(f["b"], f["b_se"], 3), number(f["r2"], 4)
+            a, b, r2 = mean_std(f["a"], f["a_se"], 3), slope_text(f), number(f["r2"], 4)
             fit = f"{law(relation)}: a = {a}, b = {b}, R² = {r2} over {f['n']} medians; "
         shape = (
             ""
@@ -260,11 +322,12 @@ def relation_sections(
 ) -> list[str]:
     """Write relations.csv, relation_fits.csv and relations.png; return report.md's section (nothing
     without relations or rows)."""
-    results = []
+    results, notes = [], []
     for relation in relations:
         rows = relation_rows(relation, runs, searches)
         if not rows.empty:
             results.append((relation, *summarise(relation, rows)))
+            notes.append(flagged_units(kept(relation, searches)) if relation.over_searches else "")
     if not results:
         return []
     written.append(
@@ -272,7 +335,7 @@ def relation_sections(
             pd.concat([t.assign(relation=r.label) for r, t, _ in results], ignore_index=True), out_dir / "relations.csv"
         )
     )
-    fit_rows = [{"relation": r.label, "fit": r.fit, **f} for r, _, fits in results for f in fits]
+    fit_rows = [{"relation": r.label, "fit": r.fit, **csv_row(f)} for r, _, fits in results for f in fits]
     written.append(write_csv(pd.DataFrame(fit_rows), out_dir / "relation_fits.csv"))
     written.append(plot_relations(out_dir / "relations.png", results))
     intro = (
@@ -280,4 +343,12 @@ def relation_sections(
         "The fit is over the finite medians and Spearman ρ over every row: relations.csv, relation_fits.csv, "
         "relations.png."
     )
-    return [intro] + [relation_section(r, t, fits) for r, t, fits in results]
+    return [intro] + [relation_section(r, t, fits, note) for (r, t, fits), note in zip(results, notes)]
+
+
+def csv_row(result: dict) -> dict:
+    """A group's result as a row of relation_fits.csv: each verdict as `<check>_verdict` and `<check>_reason`."""
+    row = {}
+    for key, value in result.items():
+        row.update(flat(key.removesuffix("_verdict"), value) if key.endswith("_verdict") else {key: value})
+    return row

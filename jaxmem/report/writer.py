@@ -19,6 +19,7 @@ import pandas as pd
 from jaxmem.experiments.interface import Experiment
 from jaxmem.persistence.store import ORDER, expand_config
 from jaxmem.report.capacity.report import write_capacity_report, write_success_map
+from jaxmem.report.capacity.stable import stable_searches
 from jaxmem.report.checks.references import reference_section
 from jaxmem.report.checks.rejected import rejected_section
 from jaxmem.report.files import write_text
@@ -86,6 +87,8 @@ def write_report(
     out_dir.mkdir(parents=True, exist_ok=True)
     searches, trajectories = canonical(searches, "searches"), canonical(trajectories, "trajectories")
     runs = expand_final_metrics(canonical(runs, "runs"))
+    if report_spec.search_answer == "stable" and not searches.empty:
+        searches = stable_searches(searches, runs, report_spec.search_goal)
     raw_runs, compiles = canonical(raw_runs, "runs"), canonical(compiles, "compiles")
     train_metric = (train_spec or {}).get("metric")
     written: list[Path] = []

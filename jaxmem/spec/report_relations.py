@@ -6,14 +6,17 @@
     fit = "linear"                # "linear" y = a + b·x (default), "power" ln y = a + b·ln x, "none"
     group_by = ["H"]              # one line, fit and rank test per combination (default: one)
     where = { model = "gt" }      # only the rows with these config values (a value or a list of values)
-    expect_slope = [0.5, 2]       # the fitted b passes inside [lo, hi] (inf / -inf for an open end)
-    min_r2 = 0.9                  # and R² at least this
+    expect_slope = [0.5, 2]       # b's 95 % interval lies inside [lo, hi] (inf / -inf for an open end:
+                                  # [0, inf] for "increasing"); FAIL wholly outside, else INCONCLUSIVE
+    min_r2 = 0.9                  # and R² at least this, the law told apart from the same law with a
+                                  # free exponent (y = a + b·x^p, p = 0 and 2 must fit worse)
     rank = "increasing"           # Spearman ρ(x, y) over every run must have this sign ...
     min_rank = 0.8                # ... and |ρ| at least this (default 0.8)
-    monotone = "non-increasing"   # the per-x medians never rise ("non-decreasing": never fall) along x
-                                  # and move at least once (ties allowed, all equal is no trend): a
-                                  # trend of the medians, e.g. of N*(0.5) over trials
-    minimum = "interior"          # the smallest per-x median lies strictly inside the x range (a U-shape)
+    monotone = "non-increasing"   # the per-x medians fall along x beyond the seed spread (some larger x
+                                  # has its 25–75 % range wholly below a smaller x's) and never rise
+                                  # beyond it ("non-decreasing": the mirror image), e.g. N*(0.5) over trials
+    minimum = "interior"          # the smallest per-x median lies inside the x range, below some x on
+                                  # each side beyond the seed spread (a U-shape)
     missing = "high"              # a run without a value ranks above ("high") or below ("low") every
                                   # value, or is left out ("drop", the default)
     label, x_label, y_label       # names in report.md and relations.png
@@ -25,6 +28,9 @@ y's names: the config fields, lr, seed, the run's final metrics (`final_<metric>
 x's names: the config fields, lr, seed and the final metrics, so a measured property of the drawn
 problem can be the axis (e.g. a graph's ‖A*‖∞). Over searches, a metric in x is the median over the
 search's runs (meant for a property of the problem, the same at every probe).
+
+Every verdict is PASS, FAIL or INCONCLUSIVE (jaxmem.report.relations, jaxmem.report.verdicts): a check
+needs 3 or more x values with a median, and INCONCLUSIVE says the data cannot decide it.
 """
 
 from __future__ import annotations
@@ -114,6 +120,10 @@ def read_relation(
     t.check("group_by", group_by, run, "a config field, lr or seed")
     where = t.get("where", kept_values, ())
     t.check("where", [name for name, _ in where], run, "a config field, lr or seed")
+    fit = t.get("fit", choice("linear", "power", "none"), "linear")
+    for key in ("expect_slope", "min_r2"):
+        if fit == "none" and key in t.data:
+            t.problems.append(f'{t.path}.{key}: needs a fit, got fit = "none"')
     x_label, y_label = t.get("x_label", text, x), t.get("y_label", text, y)
     return Relation(
         x=x,
@@ -121,7 +131,7 @@ def read_relation(
         label=t.get("label", text, f"{y_label} against {x_label}"),
         x_label=x_label,
         y_label=y_label,
-        fit=t.get("fit", choice("linear", "power", "none"), "linear"),
+        fit=fit,
         group_by=group_by,
         expect_slope=expect_slope,
         min_r2=t.get("min_r2", number),

@@ -12,14 +12,21 @@ is every expression: it must parse, and use only the names the report will bind 
     guide       the authors' law on the capacity plot, x as an expression in the searched variable:
                 "0.7*N*log(N)" or {expr = "0.7*N*log(N)", label = "md = 0.35·N ln N"}
     group_by    config fields: one capacity curve per distinct combination
-    expect_slope  [lo, hi]: the fitted slope passes when it lies inside
+    expect_slope  [lo, hi]: the fitted slope's verdict (jaxmem.report.verdicts): PASS when its 95 % interval
+                lies inside, FAIL when outside, INCONCLUSIVE across an edge or with fewer than 3 distinct x
+    search_answer  searches: "bracket" (default) the answer each search's bracket found; "stable" for a
+                non-monotone search (a probe succeeded beyond one that failed) the rule's own definition,
+                read off its probes: with goal "smallest" the smallest probed value from which every larger
+                one succeeds (jaxmem.report.capacity.stable); every table, fit and relation uses it
     collapse    true: how well the groups collapse onto the common law
     references  true: sampled instances re-solved on the host (jaxmem.report.checks.references)
     fit_linear  searches: least-squares lines y = a + b·x over the grid points, beside the power law; a table
                 or a list of tables {x, y, x_label, y_label, group_by, expect_slope, min_r2}: x an expression
                 of a point's config (params and bits too), y one of the searched variable and the config
                 (default: the variable), one fit per group_by combination (default: one over every point);
-                e.g. {x = "2*m_T*d/k", y = "n", expect_slope = [2, 4], min_r2 = 0.9}
+                e.g. {x = "2*m_T*d/k", y = "n", expect_slope = [2, 4], min_r2 = 0.9}; the slope is judged
+                as expect_slope above, R² ≥ min_r2 also against y = a + b·x^p with a free exponent p
+                (jaxmem.report.verdicts: INCONCLUSIVE where the x range cannot tell the line from p = 0, 2)
     ratio       searches: a column of the capacity table, per point the median and min–max over the answered
                 searches of an expression of the searched variable and the config; a table or a list of
                 tables {expr, label, expect}, e.g. {expr = "n / n_cnt", label = "n*/n_cnt", expect = [2, 4]}
@@ -191,6 +198,7 @@ LINE_POINTS = 100
 
 REPORT_KEYS = ("title", "x", "x_label", "fit", "guide", "group_by", "expect_slope", "collapse", "references")
 REPORT_KEYS += ("fit_linear", "ratio", "success_map", "heatmap", "trajectory", "final_eval", "relation", "agreement")
+REPORT_KEYS += ("search_answer",)
 FINAL_EVAL_KEYS = ("x", "metrics", "readoff")
 READOFF_KEYS = ("metric", "at_most", "at_least", "against", "label", "expect_slope")
 GUIDE_KEYS = ("expr", "label")
@@ -632,6 +640,7 @@ class ReportSpec:
     final_eval: FinalEvalSpec = dataclasses.field(default_factory=FinalEvalSpec)
     relations: tuple[Relation, ...] = ()
     agreements: tuple[Agreement, ...] = ()
+    search_answer: str = "bracket"  # "stable": a non-monotone search by the rule's definition
     search_goal: str = "largest"  # not a key: [search] goal, for the capacity section's wording
 
 
@@ -639,7 +648,8 @@ def read_report(value, problems: list[str], context: Context = Context()) -> Rep
     """The `[report]` table and its sub-tables (pass {} when there is none)."""
     t = Table("report", value, REPORT_KEYS, problems)
     if context.searched_sweep is False:
-        t.problems += [f"report.{k}: needs a [search]" for k in ("fit_linear", "ratio", "success_map") if k in t.data]
+        searched_only = ("fit_linear", "ratio", "success_map", "search_answer")
+        t.problems += [f"report.{k}: needs a [search]" for k in searched_only if k in t.data]
     x, fit, group_by = t.get("x", text, "params"), t.get("fit", formula), t.get("group_by", field_names, ())
     t.check("x", [x], context.capacity_x, CAPACITY_X)
     t.check("fit", names_of(fit), context.searched, SEARCHED)
@@ -665,6 +675,7 @@ def read_report(value, problems: list[str], context: Context = Context()) -> Rep
         final_eval=read_final_eval(t.data.get("final_eval", {}), problems, context),
         relations=_relations(t, context),
         agreements=_agreements(t, context),
+        search_answer=t.get("search_answer", choice("bracket", "stable"), "bracket"),
         search_goal=context.goal,
     )
 

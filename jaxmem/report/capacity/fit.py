@@ -1,5 +1,5 @@
 """The numbers behind a capacity report: power-law fits of capacity against x, per-seed slopes, how
-groups collapse onto one law, bits per parameter.
+groups collapse onto one law, bits per parameter; and the least-squares line every report fit uses.
 
 The fits use, per grid point, the mean over the searches answered inside their range (censored searches
 are counted by the capacity table's quantiles, not by these means). All functions are pure. Log-space
@@ -16,6 +16,7 @@ import pandas as pd
 from jaxmem.report.capacity.points import point_table
 from jaxmem.report.capacity.searches import censored_side, group_columns, search_variable, usable_mask, x_column
 from jaxmem.report.text import group_labels
+from jaxmem.report.verdicts import slope_verdict, t_interval
 from jaxmem.spec.expr import evaluate
 from jaxmem.spec.report_tables import ReportSpec
 
@@ -40,6 +41,28 @@ def fit_power_law(x, y) -> tuple[float, float]:
         return math.nan, math.nan
     slope, intercept = np.polyfit(np.log(x), np.log(y), 1)
     return float(slope), float(intercept)
+
+
+def fit_line(x, y) -> dict:
+    """Least squares y = a + b·x: a, b, their standard errors (from the residuals, n ≥ 3), b's 95 %
+    t-interval (b_lo, b_hi), R², n (points) and n_x (distinct x). NaN where undefined (fewer than two
+    distinct x; R² when every y is equal)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    out = {"a": math.nan, "b": math.nan, "a_se": math.nan, "b_se": math.nan, "b_lo": math.nan, "b_hi": math.nan}
+    out.update(r2=math.nan, n=int(x.size), n_x=int(np.unique(x).size))
+    if out["n_x"] < 2:
+        return out
+    b, a = np.polyfit(x, y, 1)
+    residual = y - (a + b * x)
+    sxx, syy = float(((x - x.mean()) ** 2).sum()), float(((y - y.mean()) ** 2).sum())
+    out.update(a=float(a), b=float(b), r2=1 - float((residual**2).sum()) / syy if syy > 0 else math.nan)
+    if x.size >= 3:
+        s2 = float((residual**2).sum()) / (x.size - 2)
+        out.update(a_se=math.sqrt(s2 * (1 / x.size + x.mean() ** 2 / sxx)), b_se=math.sqrt(s2 / sxx))
+        out["b_lo"], out["b_hi"] = t_interval(float(b), out["b_se"], x.size - 2)
+    return out
 
 
 def log_residuals(x, y, slope: float, intercept: float) -> np.ndarray:
@@ -98,9 +121,10 @@ def collapse_stats(x, y, labels, slope: float, intercept: float) -> dict:
 
 
 def summarise(report_spec: ReportSpec, searches: pd.DataFrame) -> dict:
-    """The report's numbers: pooled slope, per-seed slope spread, acceptance, collapse, bits per parameter,
-    and what the fit left out: `excluded` searches (censored_above and censored_below among them) and
-    `excluded_points` without an answered search."""
+    """The report's numbers: pooled slope with its 95 % interval (slope_lo, slope_hi), per-seed slope
+    spread, the verdict of the expected slope ("pass", jaxmem.report.verdicts), collapse, bits per
+    parameter, and what the fit left out: `excluded` searches (censored_above and censored_below among
+    them) and `excluded_points` without an answered search."""
     expect = report_spec.expect_slope
     summary = {
         "variable": None,
@@ -113,6 +137,8 @@ def summarise(report_spec: ReportSpec, searches: pd.DataFrame) -> dict:
         "censored_above": 0,
         "censored_below": 0,
         "slope": math.nan,
+        "slope_lo": math.nan,
+        "slope_hi": math.nan,
         "intercept": math.nan,
         "slope_seed_mean": math.nan,
         "slope_seed_std": math.nan,
@@ -138,7 +164,8 @@ def summarise(report_spec: ReportSpec, searches: pd.DataFrame) -> dict:
     y = apply_fit(expression, variable, table["capacity_mean"])
     fittable = (y > 0) & (pd.to_numeric(table[x], errors="coerce") > 0).to_numpy()  # a power law needs x > 0
     table, y = table[fittable], y[fittable]
-    slope, intercept = fit_power_law(table[x], y)
+    line = fit_line(np.log(table[x].to_numpy(float)), np.log(y))
+    slope, intercept = line["b"], line["a"]
     seed_mean, seed_std, n_seed_fits = moments(seed_slopes(rows, x, expression, variable))
 
     summary.update(
@@ -150,13 +177,15 @@ def summarise(report_spec: ReportSpec, searches: pd.DataFrame) -> dict:
         censored_above=int((censored_side(searches) == "above").sum()),
         censored_below=int((censored_side(searches) == "below").sum()),
         slope=slope,
+        slope_lo=line["b_lo"],
+        slope_hi=line["b_hi"],
         intercept=intercept,
         slope_seed_mean=seed_mean,
         slope_seed_std=seed_std,
         n_seed_fits=n_seed_fits,
     )
     if expect is not None:
-        summary["pass"] = bool(np.isfinite(slope) and expect[0] <= slope <= expect[1])
+        summary["pass"] = slope_verdict(line, expect)
     if report_spec.collapse and np.isfinite(slope):
         summary["collapse"] = collapse_stats(table[x], y, group_labels(table, group_by), slope, intercept)
 

@@ -15,6 +15,7 @@ from jaxmem.report.capacity.searches import group_columns, usable_mask, varying_
 from jaxmem.report.runs import metric_columns
 from jaxmem.report.success import better, metric_label, rule_text
 from jaxmem.report.text import DASH, markdown_table, mean_std, number
+from jaxmem.report.verdicts import confidence, passed
 from jaxmem.spec.report_tables import ReportSpec
 from jaxmem.spec.sweep import SuccessRule
 
@@ -137,15 +138,14 @@ def slope_section(summary: dict) -> str:
     else:
         slope = number(summary["slope"], 3)
         lines += [
-            f"- Slope: **{slope}**",
+            f"- Slope: **{slope}**{confidence(summary['slope_lo'], summary['slope_hi'])}",
             f"- Law: {fit} ≈ {number(math.exp(summary['intercept']))} · {summary['x']}^{slope}",
             f"- Per-seed fits: {mean_std(summary['slope_seed_mean'], summary['slope_seed_std'], 3)} "
             f"(mean ± std over {summary['n_seed_fits']} seeds)",
         ]
     if summary["expect_slope"] is not None:
         lo, hi = summary["expect_slope"]
-        verdict = "PASS" if summary["pass"] else "FAIL"
-        lines.append(f"- Expected slope in [{number(lo)}, {number(hi)}]: **{verdict}**")
+        lines.append(f"- Expected slope in [{number(lo)}, {number(hi)}]: {passed(summary['pass'])}")
     if summary["collapse"] is not None:
         lines += ["", collapse_section(summary["collapse"], summary["x"])]
     return "\n".join(lines)

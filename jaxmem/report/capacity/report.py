@@ -19,6 +19,7 @@ from jaxmem.report.capacity.plot import plot_capacity
 from jaxmem.report.capacity.linear import linear_section
 from jaxmem.report.capacity.ratio import capacity_points
 from jaxmem.report.capacity.searches import usable_mask, x_column
+from jaxmem.report.capacity.stable import non_monotone_note
 from jaxmem.report.capacity.success_map import answers, map_axes, probe_table, success_map_section
 from jaxmem.report.capacity.success_map_plot import plot_success_map
 from jaxmem.report.files import write_csv
@@ -43,7 +44,8 @@ def write_capacity_report(
     points = sorted_points(capacity_points(report_spec, searches, variable), report_spec, searches)
     written.append(write_csv(points, Path(out_dir) / "capacity.csv"))  # in the order of report.md's table
     answered = searches[usable_mask(searches, x_column(report_spec, searches))]
-    sections = [capacity_section(report_spec, searches, variable, rule, planned), slope_section(summary)]
+    flagged = non_monotone_note(searches, runs, report_spec.search_goal, report_spec.search_answer)
+    sections = [capacity_section(report_spec, searches, variable, rule, planned) + flagged, slope_section(summary)]
     sections += [linear_section(report_spec.fit_linear, answered, variable), bits_section(summary)]
     if summary["n_points"] > 0:
         written.append(plot_capacity(Path(out_dir) / "capacity.png", report_spec, searches, summary))

@@ -1,0 +1,181 @@
+"""The verdicts of the report's checks, decided and written the same way in every section (relations,
+linear fits, the capacity slope): PASS, FAIL or INCONCLUSIVE, the last always with a short reason. A
+check the data cannot decide says INCONCLUSIVE, never PASS.
+
+- A check along x needs 3 or more distinct x values (2 points lie on every line).
+- A slope against an expected band [lo, hi] (an open end for a sign: [0, inf] is "increasing"): its 95 %
+  confidence interval decides. PASS when the interval lies inside the band, FAIL when it lies wholly
+  outside, INCONCLUSIVE when it crosses an edge ("slope CI spans 0" for a sign). The interval is the
+  t-interval of the least-squares slope over the fitted points (the per-x medians, the per-point means),
+  n − 2 degrees of freedom, rather than a bootstrap over seeds: the points are what the fit uses, their
+  scatter about the line holds both the seed spread and any misfit of the law, it needs no per-seed
+  values (a censored search or a run without a value is ranked, not valued) and it is deterministic.
+  Three points leave one degree of freedom (t = 12.7): a slope over three points must be very clean to
+  be decided, and the verdict says so.
+- A law's R² (min_r2): below the minimum FAILs. At or above it the claimed law must also be told apart
+  from its neighbours: the same fit with a free exponent p, Y = a + b·(x^p − 1)/p (ln x at p = 0; Y = y
+  for a line, ln y for a power law), profiled over p, gives p's 95 % interval (F-test of each p against
+  the best one, n − 3 degrees of freedom). PASS when the claimed exponent (1 for a line in x, 0 for a
+  power law) lies inside the interval and its neighbours, the claimed ± 1, outside; FAIL when the claimed
+  one lies outside; otherwise INCONCLUSIVE: the range of x cannot tell the laws apart. Always
+  INCONCLUSIVE with fewer than 4 distinct x (three parameters fit any three points).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from scipy import stats
+
+from jaxmem.report.text import mean_std, number
+
+PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
+CONFIDENCE = 0.95
+MIN_X = 3  # distinct x values a check along x needs
+LAW_MIN_X = 4  # ... and a law against its free-exponent neighbours (three parameters)
+EXPONENT_SPAN = 4.0  # the free exponent is profiled over the claimed one ± this
+EXPONENT_STEP = 0.01
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    outcome: str  # PASS, FAIL or INCONCLUSIVE
+    reason: str = ""
+
+    def text(self) -> str:
+        """e.g. "**PASS**", "**INCONCLUSIVE** (2 distinct x values)"."""
+        return f"**{self.outcome}**" + (f" ({self.reason})" if self.reason else "")
+
+
+def decided(ok: bool, reason: str = "") -> Verdict:
+    return Verdict(PASS if ok else FAIL, reason)
+
+
+def inconclusive(reason: str) -> Verdict:
+    return Verdict(INCONCLUSIVE, reason)
+
+
+def passed(verdict: Verdict | bool) -> str:
+    """The verdict as report.md writes it; a bool is PASS or FAIL."""
+    return (verdict if isinstance(verdict, Verdict) else decided(bool(verdict))).text()
+
+
+def flat(name: str, verdict: Verdict | None) -> dict:
+    """A verdict as two table columns, `<name>_verdict` and `<name>_reason` (empty without a check)."""
+    return {f"{name}_verdict": verdict.outcome if verdict else "", f"{name}_reason": verdict.reason if verdict else ""}
+
+
+def too_few_x(n_x: int, needed: int = MIN_X) -> Verdict | None:
+    """INCONCLUSIVE with fewer than `needed` distinct x values; None otherwise."""
+    return inconclusive(f"{n_x} distinct x value{'' if n_x == 1 else 's'}") if n_x < needed else None
+
+
+def t_interval(estimate: float, se: float, dof: int) -> tuple[float, float]:
+    """The two-sided CONFIDENCE t-interval; NaN without degrees of freedom or a standard error."""
+    if dof < 1 or not math.isfinite(se):
+        return math.nan, math.nan
+    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, dof)) * se
+    return estimate - half, estimate + half
+
+
+def interval(lo: float, hi: float) -> str:
+    """e.g. "[1.25, 3.4]"."""
+    return f"[{number(lo)}, {number(hi)}]"
+
+
+def slope_verdict(fit: dict, band: tuple[float, float]) -> Verdict:
+    """The slope of `fit` (jaxmem.report.capacity.linear.fit_line: b_lo, b_hi, n_x) against [lo, hi]."""
+    few = too_few_x(fit["n_x"])
+    if few is not None:
+        return few
+    low, high = fit["b_lo"], fit["b_hi"]
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return inconclusive("no slope interval")
+    lo, hi = band
+    if lo <= low and high <= hi:
+        return decided(True)
+    if high < lo or low > hi:
+        return decided(False, f"slope CI {interval(low, high)} outside it")
+    if 0 in (lo, hi) and low < 0 < high:
+        return inconclusive("slope CI spans 0")
+    return inconclusive(f"slope CI {interval(low, high)} crosses {number(lo if low < lo else hi)}")
+
+
+def slope_check(band: tuple[float, float], verdict: Verdict) -> str:
+    """e.g. "b in [0, inf]: **PASS**"."""
+    return f"b in [{number(band[0])}, {number(band[1])}]: {passed(verdict)}"
+
+
+def confidence(low: float, high: float) -> str:
+    """ " (95 % CI [low, high])", or "" without an interval."""
+    return f" (95 % CI {interval(low, high)})" if math.isfinite(low) and math.isfinite(high) else ""
+
+
+def slope_text(fit: dict) -> str:
+    """A fitted slope with its standard error and 95 % interval, e.g. "1.2 ± 0.1 (95 % CI [0.9, 1.5])"."""
+    return mean_std(fit["b"], fit["b_se"], 3) + confidence(fit["b_lo"], fit["b_hi"])
+
+
+def law_verdict(x, y, r2: float, min_r2: float, power: bool) -> tuple[Verdict, dict]:
+    """The R² check of the law fitted to (x, y) (a line, or with `power` ln y on ln x), and the free
+    exponent's best value and 95 % interval (p, p_lo, p_hi; {} where not profiled)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = np.isfinite(x) & np.isfinite(y) & ((x > 0) & (y > 0) if power else True)
+    x, y = x[keep], (np.log(y[keep]) if power else y[keep])
+    n_x = np.unique(x).size
+    few = too_few_x(n_x)
+    if few is not None:
+        return few, {}
+    if not math.isfinite(r2):
+        return inconclusive("no R²: y is constant"), {}
+    if r2 < min_r2:
+        return decided(False, f"R² = {number(r2, 3)}"), {}
+    claimed = 0.0 if power else 1.0
+    return exponent_verdict(x, y, claimed, n_x)
+
+
+def exponent_verdict(x: np.ndarray, y: np.ndarray, claimed: float, n_x: int) -> tuple[Verdict, dict]:
+    """The claimed exponent against the free one (module docstring)."""
+    few = too_few_x(n_x, LAW_MIN_X)
+    if few is not None:
+        return inconclusive(f"{few.reason}: a + b·x^p fits any {n_x} points"), {}
+    if np.any(x < 0):
+        return inconclusive("x < 0: no free-exponent law to compare"), {}
+    steps = np.arange(-EXPONENT_SPAN, EXPONENT_SPAN + EXPONENT_STEP / 2, EXPONENT_STEP)
+    grid = np.round(claimed + steps, 6) + 0.0  # + 0.0: no −0
+    grid = grid[grid > 0] if np.any(x == 0) else grid  # x^p at x = 0 needs p > 0
+    rss, syy = profile(x, y, grid), float(((y - y.mean()) ** 2).sum())
+    dof = y.size - 3
+    best = float(rss.min())
+    inside = rss - best <= float(stats.f.ppf(CONFIDENCE, 1, dof)) * best / dof + 1e-12 * syy
+    p = float(grid[int(np.argmin(rss))])
+    low, high = float(grid[inside].min()), float(grid[inside].max())
+    info = {"p": p, "p_lo": low, "p_hi": high}
+    shown = "[" + ("≤ " if low == grid[0] else "") + number(low) + ", "
+    shown += ("≥ " if high == grid[-1] else "") + number(high) + "]"
+    if not inside[grid == claimed].any():
+        return decided(
+            False, f"free exponent p = {number(p)}, 95 % interval {shown}, excludes the claimed {number(claimed)}"
+        ), info
+    alike = [a for a in (claimed - 1, claimed + 1) if inside[grid == a].any()]
+    if alike:
+        others = " and ".join(number(a) + (" (ln x)" if a == 0 else "") for a in alike)
+        return inconclusive(
+            f"not distinguishable: a + b·x^p fits alike at p = {others} (95 % interval of p {shown})"
+        ), info
+    return decided(True, f"free exponent p in {shown}"), info
+
+
+def profile(x: np.ndarray, y: np.ndarray, exponents: np.ndarray) -> np.ndarray:
+    """The residual sum of squares of y = a + b·(x^p − 1)/p (ln x at p = 0) per exponent p; x is first
+    scaled to a typical value of 1, which changes no fit, only the conditioning."""
+    z = x / (math.exp(np.log(x).mean()) if np.all(x > 0) else x.mean())
+    p = exponents[:, None]
+    with np.errstate(divide="ignore"):  # ln 0 where x = 0, at p = 0, which the grid then leaves out
+        t = np.where(p == 0, np.log(z)[None, :], (z[None, :] ** p - 1) / np.where(p == 0, 1, p))
+    tc, yc = t - t.mean(axis=1, keepdims=True), y - y.mean()
+    sxx, sxy = (tc**2).sum(axis=1), tc @ yc
+    explained = np.divide(sxy**2, sxx, out=np.zeros_like(sxx), where=sxx > 0)
+    return np.maximum(float(yc @ yc) - explained, 0.0)
