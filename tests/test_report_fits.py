@@ -224,13 +224,15 @@ def problems_of(table: dict, context: Context) -> list[str]:
 
 def test_keys_are_typed_checked_and_suggested():
     context = Context(config=frozenset({"m_T", "d", "k", "n"}), variable="n", goal="smallest")
-    good = {"fit_linear": {"x": "2*m_T*d/k"}, "ratio": {"expr": "n/m_T"}, "success_map": {"x": "m_T"}}
+    good = {"fit_linear": {"x": "2*m_T*d/k", "expect_slope": [0, math.inf]}, "ratio": {"expr": "n/m_T"}}
+    good |= {"success_map": {"x": "m_T"}, "search_answer": "stable"}
     assert problems_of(good, context) == []
     bad = {
         "fit_linear": [{"x": "m_t", "expect_slop": [1, 2]}, {"y": "n", "min_r2": "high"}],
         "ratio": {"expr": "n / n_cnt", "expect": [4, 2]},
         "success_map": {"x": "m_T", "y_scale": "logit", "group_by": ["dd"]},
         "fit_lineer": {},
+        "search_answer": "smallest",
     }
     problems = problems_of(bad, context)
     expected = [
@@ -243,10 +245,14 @@ def test_keys_are_typed_checked_and_suggested():
         "report.ratio[0].expect: lo must not exceed hi, got [4.0, 2.0]",
         "report.success_map.y_scale: must be one of ['log', 'linear'], got 'logit'",
         "report.success_map.group_by: 'dd' is not a config field (did you mean 'd'?)",
+        "report.search_answer: must be one of ['bracket', 'stable'], got 'smallest'",
     ]
     assert sorted(problems) == sorted(expected)
     grid = Context(config=frozenset({"m_T", "d", "k"}))
-    assert problems_of({"ratio": {"expr": "d"}}, grid) == ["report.ratio: needs a [search]"]
+    assert problems_of({"ratio": {"expr": "d"}, "search_answer": "stable"}, grid) == [
+        "report.ratio: needs a [search]",
+        "report.search_answer: needs a [search]",
+    ]
 
 
 def test_heatmap_levels_and_shade_are_checked():

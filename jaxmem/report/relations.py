@@ -341,7 +341,9 @@ def relation_sections(
     intro = (
         "## Relations\n\nPer x value the median, quartiles and min–max over runs (searches, for a capacity). "
         "The fit is over the finite medians and Spearman ρ over every row: relations.csv, relation_fits.csv, "
-        "relations.png."
+        "relations.png. Every check needs 3 or more x values with a median: a slope is judged by its 95 % "
+        "interval, an R² also against the same law with a free exponent, a trend or a minimum of the medians "
+        "beyond their 25–75 % spread; INCONCLUSIVE where the data cannot decide."
     )
     return [intro] + [relation_section(r, t, fits, note) for (r, t, fits), note in zip(results, notes)]
 

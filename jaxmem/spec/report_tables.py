@@ -24,9 +24,9 @@ is every expression: it must parse, and use only the names the report will bind 
                 or a list of tables {x, y, x_label, y_label, group_by, expect_slope, min_r2}: x an expression
                 of a point's config (params and bits too), y one of the searched variable and the config
                 (default: the variable), one fit per group_by combination (default: one over every point);
-                e.g. {x = "2*m_T*d/k", y = "n", expect_slope = [2, 4], min_r2 = 0.9}; the slope is judged
-                as expect_slope above, R² ≥ min_r2 also against y = a + b·x^p with a free exponent p
-                (jaxmem.report.verdicts: INCONCLUSIVE where the x range cannot tell the line from p = 0, 2)
+                e.g. {x = "2*m_T*d/k", y = "n", expect_slope = [2, 4], min_r2 = 0.9}; expect_slope may be open
+                ([0, inf]: b > 0) and is judged as the one above, R² ≥ min_r2 also against y = a + b·x^p with a
+                free exponent p (jaxmem.report.verdicts: INCONCLUSIVE where x cannot tell the line from p = 0, 2)
     ratio       searches: a column of the capacity table, per point the median and min–max over the answered
                 searches of an expression of the searched variable and the config; a table or a list of
                 tables {expr, label, expect}, e.g. {expr = "n / n_cnt", label = "n*/n_cnt", expect = [2, 4]}
@@ -177,6 +177,7 @@ from jaxmem.spec.report_relations import RELATION_KEYS, Relation, read_relation
 from jaxmem.spec.tables import (
     METRIC,
     Table,
+    bounds,
     choice,
     expect,
     expression,
@@ -728,9 +729,9 @@ def _guide(parent: Table, context: Context) -> Guide | None:
     return None if expr is None else Guide(expr, label or expr)
 
 
-def _bounds(t: Table, key: str) -> tuple[float, float] | None:
-    """An optional [lo, hi] with lo <= hi."""
-    value = t.get(key, pair)
+def _bounds(t: Table, key: str, kind: Callable = pair) -> tuple[float, float] | None:
+    """An optional [lo, hi] with lo <= hi (`kind` bounds: either end may be open)."""
+    value = t.get(key, kind)
     if value is not None and value[0] > value[1]:
         t.problems.append(f"{t.path}.{key}: lo must not exceed hi, got {list(value)}")
     return value
@@ -741,7 +742,7 @@ def _linear_fit(t: Table, context: Context) -> LinearFit | None:
     t.check("x", names_of(x), context.capacity_x, CAPACITY_X)
     t.check("y", names_of(y), context.capacity_x, CAPACITY_X)
     x_label, y_label = t.get("x_label", text, x), t.get("y_label", text, y)
-    expect_slope, min_r2 = _bounds(t, "expect_slope"), t.get("min_r2", number)
+    expect_slope, min_r2 = _bounds(t, "expect_slope", bounds), t.get("min_r2", number)
     group_by = t.get("group_by", field_names, ())
     t.check("group_by", group_by, context.config, CONFIG)
     return None if x is None else LinearFit(x, y, x_label, y_label, expect_slope, min_r2, group_by)
