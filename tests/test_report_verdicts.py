@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from jaxmem.report import write_report
+from jaxmem.report.capacity.stable import stable_answer
 from jaxmem.report.relations import expectations, relation_rows, summarise
 from jaxmem.spec.sweep import stored_report_spec
 
@@ -205,3 +206,26 @@ def test_the_bracket_answer_stays_the_default_and_the_search_is_still_flagged(tm
     text = ltr_report(tmp_path, None)
     assert "| 0.3 | 100 | 3.5 | 3.25 – 3.75 | 2/2 | – | 3.5 ± 0.7071 |" in text
     assert '→ 3 (stable: 6). The tables use the searches\' brackets; `[report] search_answer = "stable"`' in text
+
+
+def test_the_stable_answer_of_either_goal_and_its_censoring():
+    probes = [(1, True), (2, False), (3, True), (4, True)]
+    assert stable_answer(probes, "smallest") == (3.0, 2.0, "")  # from 3 on every probe succeeds
+    assert stable_answer(probes, "largest") == (1.0, 2.0, "")  # up to 1 every probe succeeds
+    capacity, first_failure, side = stable_answer([(1, True), (2, True)], "smallest")
+    assert (capacity, side) == (1.0, "below") and math.isnan(first_failure)  # every probe succeeds
+    capacity, first_failure, side = stable_answer([(1, True), (2, True)], "largest")
+    assert (capacity, side) == (2.0, "above") and math.isnan(first_failure)
+    assert stable_answer([(1, True), (2, False)], "smallest") is None  # the largest probe fails: censored above
+    assert stable_answer([(1, False), (2, True)], "largest") is None
+
+
+def test_a_power_law_is_told_apart_from_an_exponential_over_a_wide_range():
+    """fit = "power": ln y = a + b·ln x is the free-exponent family's p = 0, its neighbours ln y linear in
+    x (an exponential) and in 1/x."""
+    ms = (1, 2, 4, 8, 16, 32)
+    power = searches_at({m: [3 * m**0.7 * e] * 3 for m, e in zip(ms, (1.01, 0.99, 1.0, 1.01, 0.99, 1.0))}, x="m")
+    table = {"x": "m", "y": "capacity", "fit": "power", "min_r2": 0.9, "expect_slope": [0.6, 0.8]}
+    assert verdict_text(table, pd.DataFrame(), power) == (
+        "b in [0.6, 0.8]: **PASS**; R² ≥ 0.9: **PASS** (free exponent p in [-0.03, 0.03])"
+    )
