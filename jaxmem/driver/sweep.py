@@ -45,12 +45,13 @@ from jaxmem.plan.costs import padding_pays, slots_per_device
 from jaxmem.driver.progress import Progress
 from jaxmem.driver.watchdog import Watch
 from jaxmem.persistence.progress import PLANNED, Found, inflight, planned
-from jaxmem.engine.program import Settings, as_untrained, final_eval_points, log_schedule
+from jaxmem.engine.program import Settings, final_eval_points, log_schedule
 from jaxmem.report.capacity.fit import fit_power_law
 from jaxmem.report.from_store import report
 from jaxmem.persistence.shards import merge_shards
 from jaxmem.spec.sweep import SweepSpec, run_budget
 from jaxmem.persistence.store import SESSION, Store, StoreError, elapsed
+from jaxmem.persistence.untrained import as_untrained
 from jaxmem.plan.trajectory_grid import on_grid
 
 EXIT_INTERRUPTED = 130

@@ -20,6 +20,7 @@ import optax
 from jax.sharding import PartitionSpec as P
 
 from jaxmem.experiments.interface import Experiment
+from jaxmem.persistence.untrained import as_untrained
 from jaxmem.plan.runs import run_key
 
 
@@ -119,14 +120,6 @@ def batch_key(key: jax.Array, step: jax.Array) -> jax.Array:
 def evaluated(exp: Experiment, params, problem, shape: dict, dyn: dict) -> dict:
     """The experiment's metrics of one run, in the default float type (as the engine records them)."""
     return {k: jnp.asarray(v, float) for k, v in exp.evaluate(params, problem, shape, dyn).items()}
-
-
-UNTRAINED = "untrained_"  # the name of a metric of the untrained model (its parameters at initialisation)
-
-
-def as_untrained(metrics: dict) -> dict:
-    """`metrics` of the untrained model under their stored names (`untrained_<metric>`)."""
-    return {UNTRAINED + k: v for k, v in metrics.items()}
 
 
 def block_length(settings: Settings, step: jax.Array):

@@ -11,7 +11,7 @@ import pandas as pd
 
 from jaxmem.report.capacity.linear import passed
 from jaxmem.report.files import write_csv
-from jaxmem.report.runs import PREFIX, RUN_FIELDS
+from jaxmem.report.runs import PREFIX, config_fields
 from jaxmem.report.text import markdown_table, number
 from jaxmem.spec.report_agreement import Agreement
 
@@ -37,7 +37,7 @@ def pairs(runs: pd.DataFrame, agreement: Agreement) -> pd.DataFrame:
     field, metrics = agreement.field, metric_columns(runs, agreement)
     values = sorted(runs[field].dropna().unique().tolist(), key=str)
     reference = agreement.reference if agreement.reference is not None else (values[0] if values else None)
-    keys = [c for c in runs.columns if c not in RUN_FIELDS and not c.startswith(PREFIX) and c != field]
+    keys = [c for c in config_fields(runs) if c != field]
     keys += list(IDENTITY)
     base = runs[runs[field] == reference]
     rows = []

@@ -25,7 +25,9 @@ RUNS = {
     "wall_time_s": "seconds of device time attributed to the run (its share of its program's segments)",
     "device": "platform:devices of the program that ran it",
     "finished_at": "when its row was stored: Unix seconds (runs.csv: ISO 8601, UTC)",
-    "final_metrics": "every metric at the last evaluation, as JSON (runs.csv: one final_<name> column each)",
+    "final_metrics": "every metric at the last evaluation, as JSON (runs.csv: one final_<name> column each); in a "
+    "sweep that trains also untrained_<name>: the metric of the untrained model, the run's parameters at "
+    "initialisation (step 0), before any training (runs.csv: one untrained_<name> column each)",
 }
 SEARCHES = {
     "unit": "the search's key: point/seed",
@@ -55,7 +57,8 @@ OTHER = {
         "point": "the index of the evaluated point in the product of the test-time axes",
         "at": "the test-time fields' values there, as JSON (load_results spreads them into columns; the run's "
         "own value of such a field becomes trained_<field>)",
-        "metrics": "every metric there, as JSON (spread into columns by load_results)",
+        "metrics": "every metric there, as JSON (spread into columns by load_results); a trainable experiment's "
+        "also as untrained_<name>: the run's parameters at initialisation evaluated at the same point",
     },
     "compiles": {
         "bucket": "the compiled program",
@@ -95,8 +98,9 @@ TRAJECTORIES_CSV = {
 
 HEATMAP_CSV = {
     "x, y": "the cell's axes ([report.heatmap] x and y; text for a categorical axis); sorted by x, then y",
-    "<metric>, final_<name>": "the heatmap's metric and every final metric, mean over the cell's grid points' "
-    "seeds (per point and seed the best learning rate)",
+    "<metric>, final_<name>, untrained_<name>": "the heatmap's metric, every final metric and every metric of "
+    "the untrained model (step 0), mean over the cell's grid points' seeds (per point and seed the best "
+    "learning rate)",
     "points, seeds": "grid points and (point, seed) pairs in the cell",
     "n_success": "seeds reaching the threshold",
     "reaches": "the cell's mean reaches the threshold",

@@ -1,8 +1,10 @@
 """The test-time axes of a sweep (`[final_eval]`): final_eval.csv / .parquet (one row per run and
 point, see jaxmem.persistence.store.final_eval_frame), final_eval.png (every metric against the
 `[report.final_eval]` x, default the first test-time axis, one line per setting: the other test-time
-axes and the sweep's varying fields, the median over seeds and learning rates with their min–max band),
-and the read-offs (`readoff`): final_eval_readoff.csv and a section of report.md."""
+axes and the sweep's varying fields, the median over seeds and learning rates with their min–max band;
+dashed: the same runs untrained), the read-offs (`readoff`): final_eval_readoff.csv and a section of
+report.md, and the untrained baseline: each metric at the largest x, trained against untrained (the
+stored `untrained_<metric>` columns: the runs' parameters at initialisation evaluated at the same point)."""
 
 from __future__ import annotations
 
@@ -17,11 +19,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from jaxmem.persistence.untrained import UNTRAINED  # noqa: E402
 from jaxmem.report.capacity.fit import fit_power_law  # noqa: E402
 from jaxmem.report.files import write_csv, write_table  # noqa: E402
+from jaxmem.report.text import markdown_table, number  # noqa: E402
 from jaxmem.spec.report_tables import FinalEvalSpec, Readoff  # noqa: E402
 
 COLUMNS = 3
+UNTRAINED_X_STAR = UNTRAINED + "x_star"  # a read-off's x* of the untrained model
 
 
 def settings_of(frame: pd.DataFrame, x: str, metrics: list[str]) -> list[str]:
@@ -38,20 +43,41 @@ def curves(frame: pd.DataFrame, x: str, metric: str, by: list[str]) -> pd.DataFr
     return grouped.agg(["median", "min", "max", "count"]).reset_index()
 
 
-def plot_final_eval(path: Path, frame: pd.DataFrame, x: str, metrics: list[str]) -> Path:
+def setting_groups(table: pd.DataFrame, by: list[str]) -> list[tuple[tuple, pd.DataFrame]]:
+    """The rows of each setting (values of `by`, as a tuple), in sorted order."""
+    if not by:
+        return [((), table)]
+    return [(k if isinstance(k, tuple) else (k,), g) for k, g in table.groupby(by, sort=True, dropna=False)]
+
+
+def split_untrained(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The test-time table as two tables of the same form: the trained runs' metrics, and the untrained
+    model's (its `untrained_<metric>` columns under the metrics' names; None when it has none)."""
+    baseline = {c: c[len(UNTRAINED) :] for c in frame.columns if c.startswith(UNTRAINED)}
+    trained = frame.drop(columns=list(baseline))
+    if not baseline:
+        return trained, None
+    return trained, frame.drop(columns=[m for m in baseline.values() if m in frame]).rename(columns=baseline)
+
+
+def plot_final_eval(
+    path: Path, frame: pd.DataFrame, x: str, metrics: list[str], untrained: pd.DataFrame | None = None
+) -> Path:
     """final_eval.png: one panel per metric against the test-time axis `x` (log-scaled when it spans
-    more than a decade of positive values)."""
+    more than a decade of positive values); with `untrained` (split_untrained), its medians dashed."""
     by = settings_of(frame, x, metrics)
     columns = min(COLUMNS, len(metrics))
     rows = math.ceil(len(metrics) / columns)
     fig, panels = plt.subplots(rows, columns, figsize=(5 * columns, 3.6 * rows), squeeze=False)
     for ax, metric in zip(panels.flat, metrics):
         table = curves(frame, x, metric, by)
-        for key, curve in table.groupby(by, sort=True, dropna=False) if by else [((), table)]:
-            key = key if isinstance(key, tuple) else (key,)
-            label = ", ".join(f"{name}={value}" for name, value in zip(by, key)) or "all runs"
-            line = ax.plot(curve[x], curve["median"], "o-", ms=3, lw=1.2, label=label)[0]
+        baseline = setting_groups(curves(untrained, x, metric, by), by) if untrained is not None else []
+        for i, (key, curve) in enumerate(setting_groups(table, by)):
+            line = ax.plot(curve[x], curve["median"], "o-", ms=3, lw=1.2, label=setting_label(by, key))[0]
             ax.fill_between(curve[x], curve["min"], curve["max"], color=line.get_color(), alpha=0.18, lw=0)
+            if baseline:  # the same settings in the same order: the same rows, other metric values
+                start = baseline[i][1]
+                ax.plot(start[x], start["median"], "--", lw=0.9, color=line.get_color(), alpha=0.8)
         values = pd.to_numeric(frame[x], errors="coerce")
         if (values > 0).all() and values.max() / values.min() > 10:
             ax.set_xscale("log")
@@ -65,7 +91,8 @@ def plot_final_eval(path: Path, frame: pd.DataFrame, x: str, metrics: list[str])
     if len(labels) > 1:
         fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize="x-small", frameon=False)
         fig.subplots_adjust(bottom=0.12 + 0.04 * math.ceil(len(labels) / 4))
-    fig.suptitle("Test-time axes: median over seeds, band = min–max", fontsize="small")
+    dashed = "; dashed: the same runs untrained" if untrained is not None else ""
+    fig.suptitle(f"Test-time axes: median over seeds, band = min–max{dashed}", fontsize="small")
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path
@@ -101,10 +128,15 @@ def power_slope(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def readoff_summary(table: pd.DataFrame, readoff: Readoff, settings: list[str]) -> tuple[pd.DataFrame, list[dict]]:
-    """Per setting and `against` value: median, min, max of x* over seeds; per setting the slope of
+    """Per setting and `against` value: median, min, max of x* over seeds (and of the untrained model's,
+    `untrained_x_star`, where the table has it: untrained_median, _min, _max); per setting the slope of
     ln(median) against ln(against)."""
     by = [c for c in settings if c != readoff.against] + ([readoff.against] if readoff.against else [])
-    summary = table.groupby(by, sort=True, dropna=False)["x_star"].agg(["median", "min", "max", "count"]).reset_index()
+    grouped = table.groupby(by, sort=True, dropna=False)
+    summary = grouped["x_star"].agg(["median", "min", "max", "count"]).reset_index()
+    if UNTRAINED_X_STAR in table:
+        untrained = grouped[UNTRAINED_X_STAR].agg(["median", "min", "max"]).add_prefix(UNTRAINED)
+        summary = pd.concat([summary, untrained.reset_index(drop=True)], axis=1)
     slopes = []
     if readoff.against:
         others = [c for c in by if c != readoff.against]
@@ -118,14 +150,18 @@ def readoff_summary(table: pd.DataFrame, readoff: Readoff, settings: list[str]) 
 
 
 def readoff_section(table: pd.DataFrame, summary: pd.DataFrame, slopes: list[dict], readoff: Readoff, x: str) -> str:
-    """report.md's lines of one read-off."""
+    """report.md's lines of one read-off (with the untrained model's x* where the summary has it)."""
     lines = [f"### {readoff.label}", "", f"x = {x}; {len(table)} curves; median (min–max) over seeds:", ""]
-    columns = [c for c in summary.columns if c not in ("median", "min", "max", "count")]
-    lines += ["| " + " | ".join(columns + ["x* median", "min–max", "seeds"]) + " |"]
-    lines += ["| " + " | ".join(["---"] * len(columns) + ["---:"] * 3) + " |"]
-    for row in summary.itertuples(index=False):
-        cells = [str(getattr(row, c)) for c in columns]
-        lines.append("| " + " | ".join(cells + [f"{row.median:g}", f"{row.min:g}–{row.max:g}", str(row.count)]) + " |")
+    stats = ("median", "min", "max", "count")
+    baseline = UNTRAINED + "median" in summary
+    columns = [c for c in summary.columns if c not in stats and not c.startswith(UNTRAINED)]
+    extra = ["untrained x* median", "untrained min–max"] if baseline else []
+    lines += ["| " + " | ".join(columns + ["x* median", "min–max", "seeds"] + extra) + " |"]
+    lines += ["| " + " | ".join(["---"] * len(columns) + ["---:"] * (3 + len(extra))) + " |"]
+    for row in summary.to_dict("records"):
+        cells = [str(row[c]) for c in columns] + x_star_cells(row) + [str(row["count"])]
+        cells += x_star_cells(row, UNTRAINED) if baseline else []
+        lines.append("| " + " | ".join(cells) + " |")
     for s in slopes:
         where = ", ".join(f"{k}={v}" for k, v in s["setting"].items()) or "all runs"
         verdict = ""
@@ -137,6 +173,16 @@ def readoff_section(table: pd.DataFrame, summary: pd.DataFrame, slopes: list[dic
     return "\n".join(lines)
 
 
+def x_star_cells(row: dict, prefix: str = "") -> list[str]:
+    """A read-off summary row's median and min–max of x* (`prefix`: the untrained model's)."""
+    return [f"{row[prefix + 'median']:g}", f"{row[prefix + 'min']:g}–{row[prefix + 'max']:g}"]
+
+
+def setting_label(by: list[str], key: tuple) -> str:
+    """e.g. "alpha_test=0.4, l_ts=8"; "all runs" without settings."""
+    return ", ".join(f"{name}={value}" for name, value in zip(by, key)) or "all runs"
+
+
 def final_eval_sections(
     out_dir: Path, spec: FinalEvalSpec, frame: pd.DataFrame, axes: list[str], metrics: list[str], written: list[Path]
 ) -> list[str]:
@@ -145,21 +191,57 @@ def final_eval_sections(
     if frame.empty or not axes:
         return []
     x = spec.x or axes[0]
-    shown = [m for m in (spec.metrics or metrics) if m in frame.columns and frame[m].notna().any()]
+    trained, untrained = split_untrained(frame)
+    shown = [m for m in (spec.metrics or metrics) if m in trained.columns and trained[m].notna().any()]
     written += write_table(frame, out_dir, "final_eval")
-    written.append(plot_final_eval(out_dir / "final_eval.png", frame, x, shown))
+    written.append(plot_final_eval(out_dir / "final_eval.png", trained, x, shown, untrained))
     sections = [
         "## Test-time axes",
         f"Each finished run's final parameters evaluated at every point of {' × '.join(axes)} "
-        f"({frame['run_id'].nunique()} runs, {len(frame)} rows): final_eval.csv, final_eval.png.",
+        f"({trained['run_id'].nunique()} runs, {len(trained)} rows): final_eval.csv, final_eval.png.",
     ]
+    if untrained is not None:
+        judged = list(dict.fromkeys([r.metric for r in spec.readoffs] + list(spec.metrics))) or shown
+        sections.append(untrained_section(trained, untrained, x, judged, settings_of(trained, x, list(metrics))))
     tables = []
     for readoff in spec.readoffs:
-        table = readoff_table(frame, x, readoff, axes, list(metrics))
-        settings = settings_of(table.drop(columns=["x_star"]), x, [])
+        table = readoff_table(trained, x, readoff, axes, list(metrics))
+        if untrained is not None:  # the same curves in the same order, of the untrained model
+            table[UNTRAINED_X_STAR] = readoff_table(untrained, x, readoff, axes, list(metrics))["x_star"].to_numpy()
+        settings = settings_of(table.drop(columns=["x_star", UNTRAINED_X_STAR], errors="ignore"), x, [])
         summary, slopes = readoff_summary(table, readoff, settings)
         tables.append(table.assign(readoff=readoff.label))
         sections.append(readoff_section(table, summary, slopes, readoff, x))
     if tables:
         written.append(write_csv(pd.concat(tables, ignore_index=True), out_dir / "final_eval_readoff.csv"))
     return sections
+
+
+def untrained_section(trained: pd.DataFrame, untrained: pd.DataFrame, x: str, metrics: list[str], by: list[str]) -> str:
+    """Each of `metrics` at the largest x per setting (values of `by`): the trained runs' median against
+    the same runs untrained (split_untrained); a metric equal for both at every point (a property of the
+    test tasks, not of the model) is left out."""
+    learned = [m for m in metrics if m in untrained and not equal_columns(trained[m], untrained[m])]
+    left_out = [m for m in metrics if m in untrained and m not in learned]
+    values = pd.to_numeric(trained[x], errors="coerce")
+    end = values == values.max()
+    pairs = list(zip(setting_groups(trained[end], by), setting_groups(untrained[end], by)))
+    headers = ["metric"] + [setting_label(by, key) for (key, _), _ in pairs]
+    rows = [
+        [m] + [f"{number(t[m].median(), 3)} / {number(u[m].median(), 3)}" for (_, t), (_, u) in pairs] for m in learned
+    ]
+    lines = [
+        "### Untrained baseline",
+        "",
+        f"Median over runs at the largest {x} ({number(values.max())}), trained / untrained: the same runs' "
+        f"parameters at initialisation evaluated at the same points (dashed in final_eval.png; every point: the "
+        f"{UNTRAINED}<metric> columns of final_eval.csv).",
+    ]
+    if left_out:
+        lines.append(f"Equal at every point, a property of the test tasks: {', '.join(left_out)}.")
+    return "\n".join(lines + (["", markdown_table(headers, rows)] if learned else []))
+
+
+def equal_columns(a: pd.Series, b: pd.Series) -> bool:
+    """Whether two metric columns hold the same values (NaN equal to NaN)."""
+    return bool(np.array_equal(a.to_numpy(float), b.to_numpy(float), equal_nan=True))

@@ -1,8 +1,11 @@
 """The runs table as the report reads it: every metric of a run at its last evaluation (the JSON
-`final_metrics` as `final_<name>` columns), its config fields, and the best run per (point, seed).
+`final_metrics` as `final_<name>` columns) and of its untrained model (the JSON's `untrained_<name>`
+entries as `untrained_<name>` columns: the baseline a trained value is shown beside), its config fields,
+and the best run per (point, seed).
 
 Stores written before `final_metrics` existed lack the column or hold NULL; they give no `final_*`
-columns beyond those the runs table already has (`final_metric`, `final_loss`).
+columns beyond those the runs table already has (`final_metric`, `final_loss`); stores written before
+the untrained metrics were kept give no `untrained_*` columns.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from jaxmem.persistence.untrained import UNTRAINED
 from jaxmem.persistence.store import RUN_COLUMNS
 
 PREFIX = "final_"
@@ -35,7 +39,8 @@ def parse_metrics(cell) -> dict:
 
 
 def expand_final_metrics(runs: pd.DataFrame) -> pd.DataFrame:
-    """Spread the JSON `final_metrics` column into `final_<name>` columns and drop it.
+    """Spread the JSON `final_metrics` column into `final_<name>` columns (its `untrained_<name>`
+    entries into columns of that name) and drop it.
 
     A `final_<name>` column the table already has (e.g. `final_loss`) keeps its values; only its
     missing ones are filled from the JSON.
@@ -45,7 +50,7 @@ def expand_final_metrics(runs: pd.DataFrame) -> pd.DataFrame:
     parsed = pd.DataFrame([parse_metrics(c) for c in runs["final_metrics"]], index=runs.index)
     out = runs.drop(columns="final_metrics")
     for name in parsed.columns:
-        column = PREFIX + name
+        column = name if name.startswith(UNTRAINED) else PREFIX + name
         values = pd.to_numeric(parsed[name], errors="coerce")
         out[column] = pd.to_numeric(out[column], errors="coerce").fillna(values) if column in out else values
     return out
@@ -54,6 +59,11 @@ def expand_final_metrics(runs: pd.DataFrame) -> pd.DataFrame:
 def metric_names(runs: pd.DataFrame) -> list[str]:
     """The `final_<name>` columns holding a whole metric (not `final_metric`, the judged metric's alias)."""
     return [c for c in runs.columns if c.startswith(PREFIX) and c != "final_metric" and runs[c].notna().any()]
+
+
+def untrained_names(runs: pd.DataFrame) -> list[str]:
+    """The `untrained_<name>` columns holding a value (the untrained model's metrics)."""
+    return [c for c in runs.columns if c.startswith(UNTRAINED) and runs[c].notna().any()]
 
 
 def metric_columns(columns) -> list[str]:
@@ -65,7 +75,29 @@ def metric_columns(columns) -> list[str]:
 
 def config_fields(runs: pd.DataFrame) -> list[str]:
     """The expanded config columns of a runs table (everything that is not a run result)."""
-    return [c for c in runs.columns if c not in RUN_FIELDS and not c.startswith(PREFIX)]
+    return [c for c in runs.columns if c not in RUN_FIELDS and not c.startswith((PREFIX, UNTRAINED))]
+
+
+def shown_metric(column: str, judged: str | None) -> str | None:
+    """The metric a runs column shows: `<name>` for `final_<name>`, the `judged` metric for `max_metric`
+    and `final_metric`; None for any other column."""
+    if column in ("max_metric", "final_metric"):
+        return judged
+    return column[len(PREFIX) :] if column.startswith(PREFIX) else None
+
+
+def with_untrained(columns: list[str], available, metrics, judged: str | None) -> list[str]:
+    """Metric `columns` with the untrained model's column (`untrained_<name>`) of each of `metrics` right
+    after the first column showing it (see shown_metric), where `available` holds it; other metrics get
+    none, so that a table stays readable."""
+    out, added = [], set()
+    for column in columns:
+        out.append(column)
+        name = shown_metric(column, judged)
+        if name is not None and name in metrics and name not in added and UNTRAINED + name in available:
+            out.append(UNTRAINED + name)
+            added.add(name)
+    return out
 
 
 def ranked(runs: pd.DataFrame, metric: str = "max_metric", better: str = "max") -> pd.DataFrame:

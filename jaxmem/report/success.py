@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from jaxmem.persistence.untrained import UNTRAINED
 from jaxmem.report.text import number
 from jaxmem.spec.report_tables import ReportSpec
 from jaxmem.spec.sweep import SuccessRule
@@ -29,10 +30,15 @@ def rule_text(rule: SuccessRule) -> str:
     return f"{rule.metric} {comparison(better(rule), rule.threshold)} at a run's {rule.counts} evaluation"
 
 
+def judged_metric(rule: SuccessRule | None, train_metric: str | None) -> str | None:
+    """The metric the sweep judges: its success rule's, else the train metric."""
+    return rule.metric if rule is not None else train_metric
+
+
 def metric_label(column: str, rule: SuccessRule | None, train_metric: str | None) -> str:
     """A readable column name: max_metric is "max <metric>" ("best <metric>" when at most is better),
-    final_metric "final <metric>", final_x "final x"."""
-    judged = rule.metric if rule is not None else train_metric
+    final_metric "final <metric>", final_x "final x", untrained_x "untrained x" (the untrained model's)."""
+    judged = judged_metric(rule, train_metric)
     if column in ("max_metric", "final_metric") and judged is None:
         return column
     if column == "max_metric":
@@ -41,6 +47,8 @@ def metric_label(column: str, rule: SuccessRule | None, train_metric: str | None
         return f"final {judged}"
     if column.startswith("final_"):
         return "final " + column[len("final_") :]
+    if column.startswith(UNTRAINED):
+        return "untrained " + column[len(UNTRAINED) :]
     return column
 
 

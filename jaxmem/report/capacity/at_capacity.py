@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from jaxmem.report.runs import best_runs, metric_names
+from jaxmem.report.runs import best_runs, metric_names, untrained_names
 
 
 def capacity_runs(searches: pd.DataFrame, runs: pd.DataFrame, better: str = "max") -> pd.DataFrame:
@@ -13,10 +13,10 @@ def capacity_runs(searches: pd.DataFrame, runs: pd.DataFrame, better: str = "max
     "min") at the capacity value.
 
     Returns one row per search, sorted by point and seed: the search's `point`, `seed` and `capacity`
-    plus the run's `max_metric` and `final_*` columns. Searches with no capacity or no matching run are
+    plus the run's `max_metric`, `final_*` and `untrained_*` columns. Searches with no capacity or no matching run are
     left out.
     """
-    columns = ["point", "seed", "capacity", "max_metric", *metric_names(runs)]
+    columns = ["point", "seed", "capacity", "max_metric", *metric_names(runs), *untrained_names(runs)]
     if searches.empty or runs.empty or not {"point", "seed", "value", "success"} <= set(runs.columns):
         return pd.DataFrame(columns=columns)
     ok = runs[runs["success"].fillna(False).astype(bool)].copy()
@@ -29,7 +29,8 @@ def capacity_runs(searches: pd.DataFrame, runs: pd.DataFrame, better: str = "max
 
 
 def capacity_metrics_table(searches: pd.DataFrame, runs: pd.DataFrame, better: str = "max") -> pd.DataFrame:
-    """Per grid point: the mean over its searches of the capacity runs' max_metric and final metrics."""
+    """Per grid point: the mean over its searches of the capacity runs' max_metric, final and untrained
+    metrics."""
     at_capacity = capacity_runs(searches, runs, better)
     if at_capacity.empty:
         return at_capacity

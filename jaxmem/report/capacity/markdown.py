@@ -12,8 +12,8 @@ from jaxmem.report.capacity.at_capacity import capacity_metrics_table
 from jaxmem.report.capacity.points import point_table
 from jaxmem.report.capacity.ratio import capacity_points, ratio_cell, ratio_summary, ratio_table
 from jaxmem.report.capacity.searches import group_columns, usable_mask, varying_columns, x_column
-from jaxmem.report.runs import metric_columns
-from jaxmem.report.success import better, metric_label, rule_text
+from jaxmem.report.runs import metric_columns, with_untrained
+from jaxmem.report.success import better, judged_metric, metric_label, rule_text
 from jaxmem.report.text import DASH, markdown_table, mean_std, number
 from jaxmem.report.verdicts import confidence, passed
 from jaxmem.spec.report_tables import ReportSpec
@@ -199,7 +199,8 @@ def metrics_at_capacity_section(
     keys = point_keys(report_spec, searches)
     info = point_table(searches, x_column(report_spec, searches))[["point", *keys]]
     table = sorted_points(info.merge(table, on="point"), report_spec, searches)
-    metrics = metric_columns(table.columns)
+    judged = judged_metric(rule, train_metric)
+    metrics = with_untrained(metric_columns(table.columns), table.columns, {judged}, judged)
     headers = [*keys, f"{variable or 'capacity'} (mean)", "searches"]
     headers += [metric_label(c, rule, train_metric) for c in metrics]
     rows = [
@@ -209,6 +210,7 @@ def metrics_at_capacity_section(
     extreme = "smallest" if report_spec.search_goal == "smallest" else "largest"
     intro = (
         f"## Metrics at capacity\n\nFor each search, the best successful run at its answer (the {extreme} "
-        "successful probe); every metric at that run's last evaluation, mean over the searches of a grid point.\n\n"
+        "successful probe); every metric at that run's last evaluation, mean over the searches of a grid point; "
+        "untrained: the same run's at initialisation (step 0).\n\n"
     )
     return intro + markdown_table(headers, rows)

@@ -13,18 +13,19 @@ from __future__ import annotations
 
 import pandas as pd
 
+from jaxmem.persistence.untrained import UNTRAINED
 from jaxmem.report.expressions import row_values
-from jaxmem.report.runs import best_runs, config_fields, metric_names
+from jaxmem.report.runs import best_runs, config_fields, metric_names, untrained_names
 from jaxmem.spec.report_tables import HeatmapSpec
 
 
 def point_cells(runs: pd.DataFrame, spec: HeatmapSpec | None = None, better: str = "max") -> pd.DataFrame:
-    """One row per grid point, sorted by point: its config, x and y (with a spec), the metric and every
-    final metric.
+    """One row per grid point, sorted by point: its config, x and y (with a spec), the metric, every
+    final metric and every metric of the untrained model.
 
     Per (point, seed) the learning rate with the best metric (the spec's, else max_metric by `better`)
     is kept (jaxmem.report.runs.best_runs); values are then averaged over seeds. Columns: point, the
-    config fields, [x, y], the metric, final_*, seeds, n_success (with a spec), best_lr (the most common
+    config fields, [x, y], the metric, final_*, untrained_*, seeds, n_success (with a spec), best_lr (the most common
     best learning rate, the smallest of equally common ones).
     """
     metric, better = (spec.metric, spec.better) if spec is not None else ("max_metric", better)
@@ -32,7 +33,7 @@ def point_cells(runs: pd.DataFrame, spec: HeatmapSpec | None = None, better: str
     if spec is not None:
         best["x"], best["y"] = axis_values(spec.x, best), axis_values(spec.y, best)
         best["success_seed"] = spec.reaches(pd.to_numeric(best[metric], errors="coerce"))
-    values = list(dict.fromkeys([metric, *metric_names(best)]))
+    values = list(dict.fromkeys([metric, *metric_names(best), *untrained_names(best)]))
     for column in values:
         best[column] = pd.to_numeric(best[column], errors="coerce")
     grouped = best.groupby("point")
@@ -61,8 +62,9 @@ def is_categorical(values: pd.Series) -> bool:
 
 
 def heatmap_cells(points: pd.DataFrame, spec: HeatmapSpec) -> pd.DataFrame:
-    """One row per (x, y): the mean metric and final metrics over the grid points there, seeds, successes."""
-    values = [c for c in points.columns if c == spec.metric or c.startswith("final_")]
+    """One row per (x, y): the mean metric, final and untrained metrics over the grid points there, seeds,
+    successes."""
+    values = [c for c in points.columns if c == spec.metric or c.startswith(("final_", UNTRAINED))]
     grouped = points.groupby(["x", "y"])
     cells = grouped[values].mean()
     cells["points"] = grouped.size()

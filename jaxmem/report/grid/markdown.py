@@ -1,21 +1,29 @@
-"""report.md sections of grid sweeps: the heatmap, its floor and boundary, and the per-point metrics."""
+"""report.md sections of grid sweeps: the heatmap, its floor and boundary, and the per-point metrics, each
+beside the untrained model's value of the metric judged (see jaxmem.report.runs.with_untrained)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from jaxmem.report.grid.cells import varying_fields
-from jaxmem.report.runs import metric_columns
-from jaxmem.report.success import comparison, metric_label
+from jaxmem.report.runs import metric_columns, shown_metric, with_untrained
+from jaxmem.report.success import comparison, judged_metric, metric_label
 from jaxmem.report.text import markdown_table, number
 from jaxmem.spec.report_tables import HeatmapSpec
 from jaxmem.spec.sweep import SuccessRule
 
 
-def heatmap_section(spec: HeatmapSpec, cells: pd.DataFrame, analysis: dict, metric: str, plot_name: str | None) -> str:
+def heatmap_section(
+    spec: HeatmapSpec,
+    cells: pd.DataFrame,
+    analysis: dict,
+    metric: str,
+    plot_name: str | None,
+    untrained: str | None = None,
+) -> str:
     """What the heatmap shows (`metric`: its metric's label), the floor, the boundary with its
-    monotonicity (`analysis`: jaxmem.report.grid.tradeoff.analyse; {} for a categorical axis), and the
-    value matrix."""
+    monotonicity (`analysis`: jaxmem.report.grid.tradeoff.analyse; {} for a categorical axis), the
+    value matrix, and the untrained model's matrix (`untrained`: its column in `cells`, None for none)."""
     name = metric[:1].upper() + metric[1:]
     xs, ys = sorted(cells["x"].unique()), sorted(cells["y"].unique())
     lines = [
@@ -43,6 +51,8 @@ def heatmap_section(spec: HeatmapSpec, cells: pd.DataFrame, analysis: dict, metr
         "",
         value_matrix(spec, cells),
     ]
+    if untrained is not None and untrained in cells and cells[untrained].notna().any():
+        lines += ["", untrained_matrix(spec, cells, untrained, name)]
     if plot_name is not None:
         lines += ["", f"![heatmap]({plot_name})"]
     return "\n".join(lines)
@@ -100,10 +110,28 @@ def boundary_text(spec: HeatmapSpec, rows: list[dict], mono: dict) -> str:
     return f"### Boundary: smallest {y} per {x}\n\n" + table + "\n\n" + "\n".join(bullets)
 
 
-def value_matrix(spec: HeatmapSpec, cells: pd.DataFrame) -> str:
-    """The cells as a y × x table of the metric, bold where the threshold is reached."""
-    values = cells.pivot(index="y", columns="x", values=spec.metric).sort_index(ascending=False)
-    reaches = cells.pivot(index="y", columns="x", values="reaches").reindex_like(values)
+def untrained_matrix(spec: HeatmapSpec, cells: pd.DataFrame, column: str, name: str) -> str:
+    """The untrained model's values of the heatmap's metric (`column`), as a matrix like the trained one's,
+    with how many cells reach the threshold without training."""
+    reached = int(spec.reaches(cells[column]).sum())
+    return "\n".join(
+        [
+            "### Untrained model",
+            "",
+            f"{name} of the same runs untrained (their parameters at initialisation, step 0), per cell; bold "
+            f"cells reach the threshold without training: {reached} of {len(cells)}.",
+            "",
+            value_matrix(spec, cells, column),
+        ]
+    )
+
+
+def value_matrix(spec: HeatmapSpec, cells: pd.DataFrame, column: str | None = None) -> str:
+    """The cells as a y × x table of the metric (or of `column`), bold where the threshold is reached."""
+    column = column or spec.metric
+    values = cells.pivot(index="y", columns="x", values=column).sort_index(ascending=False)
+    reached = cells.assign(reaches=spec.reaches(cells[column]))
+    reaches = reached.pivot(index="y", columns="x", values="reaches").reindex_like(values)
     xs = sorted(values.columns)
     rows = []
     for y in values.index:
@@ -121,13 +149,17 @@ def value_matrix(spec: HeatmapSpec, cells: pd.DataFrame) -> str:
 def points_section(
     points: pd.DataFrame, spec: HeatmapSpec | None, rule: SuccessRule | None, train_metric: str | None
 ) -> str:
-    """Per grid point: its varying fields, [x, y], seeds, best lr, the metric and every final metric."""
+    """Per grid point: its varying fields, [x, y], seeds, best lr, the metric and every final metric, the
+    judged metric's (and the heatmap's) beside the untrained model's."""
     if points.empty:
         return ""
     axes = ["x", "y"] if spec is not None else []
     metrics = metric_columns(points.columns)
     if spec is not None and spec.metric not in metrics:
         metrics.insert(0, spec.metric)
+    judged = judged_metric(rule, train_metric)
+    baselined = {judged, shown_metric(spec.metric, judged) if spec is not None else None}
+    metrics = with_untrained(metrics, points.columns, baselined, judged)
     fields = varying_fields(points)
     columns = fields + axes + ["seeds", "best_lr"] + metrics + (["n_success"] if spec is not None else [])
     table = points.sort_values(fields + axes + ["point"], kind="stable")
@@ -143,6 +175,7 @@ def points_section(
     rows = [[number(r[c], 4) if c in metrics else r[c] for c in columns] for r in table.to_dict("records")]
     intro = (
         "## Grid points\n\nOne row per grid point: the best learning rate's run per seed, means over seeds. "
-        "Final values are at each run's last evaluation (a run that stopped early stops there).\n\n"
+        "Final values are at each run's last evaluation (a run that stopped early stops there); untrained "
+        "values are the same runs' at initialisation (step 0), before any training.\n\n"
     )
     return intro + markdown_table(headers, rows)

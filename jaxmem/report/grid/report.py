@@ -9,13 +9,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from jaxmem.persistence.untrained import UNTRAINED
 from jaxmem.report.files import write_csv
 from jaxmem.report.grid.cells import heatmap_cells, is_categorical, point_cells
 from jaxmem.report.grid.markdown import heatmap_section, points_section
 from jaxmem.report.grid.phase import phase_boundaries, phase_section, with_rate
 from jaxmem.report.grid.plot import plot_heatmap
 from jaxmem.report.grid.tradeoff import analyse
-from jaxmem.report.success import better, metric_label
+from jaxmem.report.runs import shown_metric
+from jaxmem.report.success import better, judged_metric, metric_label
 from jaxmem.spec.report_tables import ReportSpec
 from jaxmem.spec.sweep import SuccessRule
 
@@ -53,7 +55,10 @@ def write_grid_report(
             path = Path(out_dir) / "heatmap.png"
             written.append(plot_heatmap(path, spec, cells, analysis.get("boundary", []), title, label, phases))
             plot_name = "heatmap.png"
-        sections.append(heatmap_section(spec, cells, analysis, label, plot_name))
+        judged = judged_metric(rule, train_metric)
+        baseline = shown_metric(spec.metric, judged)
+        untrained = UNTRAINED + baseline if baseline else None
+        sections.append(heatmap_section(spec, cells, analysis, label, plot_name, untrained))
         if phases:
             sections.append(phase_section(spec.x_label, spec.y_label, cells, phases))
     sections.append(points_section(points, spec, rule, train_metric))

@@ -42,7 +42,8 @@ def overview_section(
     levels: dict[str, list[Level]],
     plot_name: str | None,
 ) -> str:
-    """What was recorded and the chosen metrics at each run's first and last evaluation."""
+    """What was recorded and the chosen metrics at each run's first and last evaluation (the first at step 0
+    is the untrained model: so named when every run's is)."""
     status = runs["status"].value_counts()
     counts = ", ".join(f"{int(status[s])} {s}" for s in ("finished", "running", "diverged") if s in status)
     lines = [
@@ -66,10 +67,13 @@ def overview_section(
         row = [key_of(panel, series), len(group), spread(last.loc[ids, "step"])]
         row += [f"{spread(first.loc[ids, m])} → {spread(last.loc[ids, m])}" for m in metrics]
         rows.append(row)
-    headers = ["runs of", "runs", "last step"] + [f"{m}: first → last" for m in metrics]
+    untrained = bool((first["step"] == 0).all())
+    start = "untrained" if untrained else "first"
+    headers = ["runs of", "runs", "last step"] + [f"{m}: {start} → last" for m in metrics]
+    when = "untrained (step 0, before any training)" if untrained else "first recorded evaluation"
     lines += [
         "",
-        "Means (± std over runs) at each run's first and last recorded evaluation:",
+        f"Means (± std over runs) at each run's {when} and last recorded evaluation:",
         "",
         markdown_table(headers, rows),
     ]
