@@ -197,7 +197,8 @@ def test_a_non_monotone_search_uses_the_stable_answer_and_is_flagged(tmp_path):
         '(`search_answer = "stable"`): the smallest probed value from which every larger one succeeds.'
     ) in text
     slope = np.polyfit(np.log([0.3, 0.6, 0.9]), np.log([5, 2, 2]), 1)[0]
-    assert f"- Slope: **{slope:.3f}**" in text
+    assert f"- Slope: **{slope:.3f}** (95 % CI [-5.302, 3.529])" in text  # three points: one degree of freedom
+    assert "- Expected slope in [-1.3, -0.7]: **INCONCLUSIVE** (slope CI [-5.302, 3.529] crosses -1.3 and -0.7)" in text
     assert "| 0.3 | 2 | 0 | 5 | 4.5 – 5.5 | 4 – 6 |" in text  # the relation's table, flagged under it
     assert "Non-monotone searches among these: 1 (alpha=0.3, seed 0; see the Capacity section)." in text
 

@@ -18,7 +18,8 @@ check the data cannot decide says INCONCLUSIVE, never PASS.
   the best one, n − 3 degrees of freedom). PASS when the claimed exponent (1 for a line in x, 0 for a
   power law) lies inside the interval and its neighbours, the claimed ± 1, outside; FAIL when the claimed
   one lies outside; otherwise INCONCLUSIVE: the range of x cannot tell the laws apart. Always
-  INCONCLUSIVE with fewer than 4 distinct x (three parameters fit any three points).
+  INCONCLUSIVE with fewer than 4 distinct x (three parameters fit any three points). Where x takes the
+  value 0 only p > 0 is profiled (x^p must exist there).
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ def slope_verdict(fit: dict, band: tuple[float, float]) -> Verdict:
         return decided(False, f"slope CI {interval(low, high)} outside it")
     if 0 in (lo, hi) and low < 0 < high:
         return inconclusive("slope CI spans 0")
-    return inconclusive(f"slope CI {interval(low, high)} crosses {number(lo if low < lo else hi)}")
+    crossed = " and ".join(number(edge) for edge, out in ((lo, low < lo), (hi, high > hi)) if out)
+    return inconclusive(f"slope CI {interval(low, high)} crosses {crossed}")
 
 
 def slope_check(band: tuple[float, float], verdict: Verdict) -> str:
