@@ -41,10 +41,13 @@ def run_program(
     stop=0.99,
     exp=EXP,
     eval_every: int = 8,
+    settings: Settings | None = None,
 ):
-    """Train `configs` in one bucket program (sizes padded by `pad`) for up to `steps` steps; return the state."""
+    """Train `configs` in one bucket program (sizes padded by `pad`) for up to `steps` steps; return the state.
+    `settings` replaces the default rule (accuracy, early stop at `stop`)."""
     configs, shape = bucket_shape(configs, pad, exp)
-    segment, init_all = make_segment(exp, shape, Settings(steps, eval_every, "accuracy", 0.99, stop))
+    settings = settings or Settings(steps, eval_every, "accuracy", 0.99, stop)
+    segment, init_all = make_segment(exp, shape, settings)
     fill = slots - len(configs)
     values = [traced_values(exp, c) for c in configs]
     dyn = dyn_arrays(values + [values[0]] * fill, lrs + [lrs[0]] * fill, [steps] * slots)

@@ -11,7 +11,8 @@ import numpy as np
 import optax
 import pytest
 
-from jaxmem.experiments.chen_li24 import controls, mha_teacher, model, parity, phase1, phase6, student, teacher
+from jaxmem.experiments.chen_li24 import controls, inputs, mha_parity, mha_teacher, model, parity, phase1, phase6
+from jaxmem.experiments.chen_li24 import student, teacher
 from jaxmem.plan.buckets import static_shape, traced_values
 from jaxmem.plan.runs import run_key
 
@@ -208,9 +209,8 @@ def test_trace_shift_and_coherence_ablations_move_their_proxies():
 # A padded student equals the unpadded one (n, m_S and m_T padded)
 
 
-def setup(config, pad):
-    """The shape, traced values (lr 1e-2) and key of one mha_teacher run."""
-    exp = mha_teacher.EXPERIMENT
+def setup(config, pad, exp=mha_teacher.EXPERIMENT):
+    """The shape, traced values (lr 1e-2) and key of one run (of mha_teacher unless given)."""
     dyn = {k: jnp.asarray(v) for k, v in traced_values(exp, config).items()} | {"lr": jnp.asarray(1e-2)}
     return static_shape(exp, config, pad), dyn, run_key(0, 7)
 
@@ -233,10 +233,12 @@ def run_steps(config, pad, steps=5):
     return go()
 
 
+TINY = {"d": 4, "k": 3, "m_T": 2, "m_S": 3, "n": 10, "n_test": 64, "n_val": 64}
+
+
 @pytest.fixture(scope="module")
 def padded_pair():
-    config = {"d": 4, "k": 3, "m_T": 2, "m_S": 3, "n": 10, "n_test": 64}
-    return run_steps(config, lambda n, *_: n), run_steps(config, lambda n, *_: 2 * n + 3)
+    return run_steps(TINY, lambda n, *_: n), run_steps(TINY, lambda n, *_: 2 * n + 3)
 
 
 def test_padded_student_equals_unpadded(padded_pair):
@@ -280,10 +282,47 @@ def test_specialisation_is_zero_for_a_student_equal_to_the_teacher():
 
 
 def test_random_features_student_keeps_theta_at_its_init_and_trains_w():
-    config = {"d": 4, "k": 3, "m_T": 2, "m_S": 3, "n": 10, "n_test": 64, "student": "random_features"}
-    config["optimizer"] = "gd"
+    config = {**TINY, "student": "random_features", "optimizer": "gd"}
     shape, dyn, key = setup(config, lambda n, *_: n)
     start, _ = mha_teacher.EXPERIMENT.init(key, shape, dyn)
     trained, _ = run_steps(config, lambda n, *_: n, steps=3)
     np.testing.assert_array_equal(trained["theta"], start["theta"])
     assert float(jnp.max(jnp.abs(trained["w"] - start["w"]))) > 1e-4
+
+
+# Early stopping reads the validation set, success the test set: independent draws, so a run is not
+# judged on the set that stopped it
+
+
+def rows(x) -> set:
+    return {tuple(np.asarray(r).ravel()) for r in x}
+
+
+def test_validation_and_test_sets_are_separate_draws_measured_apart(padded_pair):
+    """mha_teacher (TINY's shapes: its eager ops are compiled already) and mha_parity."""
+    (_, metrics), _ = padded_pair
+    assert float(metrics["val_error"]) != float(metrics["test_error"])
+    shape, dyn, key = setup(TINY, lambda n, *_: n)
+    _, problem = mha_teacher.EXPERIMENT.init(key, shape, dyn)
+    assert problem["x_val"].shape == problem["x_test"].shape and not np.array_equal(problem["x_val"], problem["x_test"])
+    parity_run = mha_parity.EXPERIMENT.effective({"d": 8, "s": 1, "n": 8, "n_test": 8, "n_val": 8})
+    shape, dyn, key = setup(parity_run, lambda n, *_: n, mha_parity.EXPERIMENT)
+    params, problem = mha_parity.EXPERIMENT.init(key, shape, dyn)
+    assert not rows(problem["x_val"]) & rows(problem["x_test"])  # 8 + 8 of 2^16 inputs: none in common
+    metrics = mha_parity.EXPERIMENT.evaluate(params, problem, shape, dyn)
+    assert float(metrics["val_error"]) != float(metrics["test_error"])
+
+
+def test_each_held_out_set_nests_along_its_own_size_and_ignores_the_others():
+    """Shape-stable draws (both experiments draw their held-out sets with inputs.held_out)."""
+    teacher_fn = lambda x: 2.0 * x  # noqa: E731
+    key = run_key(0, 7)
+    base, more_val, more_test = (
+        inputs.held_out(key, {"test": t, "val": v}, 3, 4, "boolean", teacher_fn) for t, v in ((8, 8), (8, 16), (16, 8))
+    )
+    assert not rows(base["x_val"]) & rows(base["x_test"])
+    np.testing.assert_array_equal(more_val["x_val"][:8], base["x_val"])
+    np.testing.assert_array_equal(more_val["x_test"], base["x_test"])
+    np.testing.assert_array_equal(more_test["x_test"][:8], base["x_test"])
+    np.testing.assert_array_equal(more_test["x_val"], base["x_val"])
+    np.testing.assert_array_equal(base["y_val"], 2.0 * base["x_val"])

@@ -89,16 +89,18 @@ class Unit:
 def settings_of(spec: SweepSpec) -> Settings:
     """The program's training settings: the success rule's metric and direction (a run without one
     never stops early and never succeeds), its threshold for steps_to_threshold and giving up,
-    `train.early_stop`, `train.give_up`."""
+    `train.early_stop` on the metric `stop_metric` names, `train.give_up`."""
     train, rule = spec.train, spec.success
     higher = rule is None or rule.direction == "at_least"
     never = math.inf if higher else -math.inf
+    metric = rule.metric if rule else train.metric
     return Settings(
         steps=train.steps,
         eval_every=train.eval_every,
-        metric=rule.metric if rule else train.metric,
+        metric=metric,
         hit_threshold=rule.threshold if rule else never,
         stop_threshold=train.early_stop if train.early_stop is not None else never,
+        stop_metric=stop_metric(spec, metric),
         history=HISTORY if spec.engine.record_trajectory else 0,
         integrator=train.integrator,
         rtol=train.rtol,
@@ -108,6 +110,13 @@ def settings_of(spec: SweepSpec) -> Settings:
         eval_steps=log_schedule(train.steps, train.eval_points) if train.eval_schedule == "log" else (),
         final_eval=final_eval_values(spec),
     )
+
+
+def stop_metric(spec: SweepSpec, judged: str) -> str:
+    """The metric `train.early_stop` reads: `train.metric` where the spec gives one, else the judged
+    metric. A [success] metric other than train.metric thus judges runs on data that did not stop them
+    (e.g. stop on a validation error, succeed on the final test error)."""
+    return spec.train.metric if "metric" in spec.resolved.get("train", {}) else judged
 
 
 def final_eval_values(spec: SweepSpec) -> tuple[tuple[str, tuple], ...]:

@@ -50,6 +50,7 @@ class Settings(NamedTuple):
     metric: str
     hit_threshold: float  # for steps_to_threshold, in the metric's units
     stop_threshold: float  # early stop once the best metric reaches this (never: inf, or -inf when lower is better)
+    stop_metric: str = ""  # the metric early stopping reads, in `metric`'s direction; "" = `metric` (see `stops`)
     history: int = 0  # evaluations a segment can record per slot (trajectories); 0 = none
     integrator: str = "optax"  # or "gradient_flow" (see `flow_block`)
     rtol: float = 1e-6
@@ -63,6 +64,17 @@ class Settings(NamedTuple):
     def toward(self, value):
         """`value` on the scale where higher is better (the metric, or its negative); an involution."""
         return value if self.higher_is_better else -value
+
+
+def stops(settings: Settings, best: jax.Array, metrics: dict) -> jax.Array:
+    """Whether early stopping ends a run at this evaluation: the judged metric's best so far reaches
+    `stop_threshold`, or, where early stopping reads another metric (`stop_metric`: a validation set,
+    so that the run is judged on data it was not stopped on), that metric's latest value does (the
+    `done` latch makes its first crossing final, as a best would)."""
+    threshold = settings.toward(settings.stop_threshold)
+    if settings.stop_metric in ("", settings.metric):
+        return best >= threshold
+    return settings.toward(metrics[settings.stop_metric]) >= threshold
 
 
 def tree_where(mask: jax.Array, new, old):
@@ -177,7 +189,7 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
         evaluations = state.step // settings.eval_every
         done = (
             state.done
-            | (best >= settings.toward(settings.stop_threshold))
+            | stops(settings, best, metrics)
             | (state.step >= budget)
             | hopeless(settings, state.recent, evaluations, best, state.step, budget)
         )

@@ -15,7 +15,9 @@ Layout (every section but `experiment` optional; see sweeps/ for complete exampl
                steps), precision ("float32" | "float64": the whole sweep in x64), metric, early_stop,
                learning_rates (a list = best over them, in parallel),
                integrator ("optax" | "gradient_flow"), rtol, atol, give_up; early_stop: stop a run once its best
-               value reaches this level in the success direction (at_least: best >= x; at_most: best <= x);
+               value reaches this level in the success direction (at_least: best >= x; at_most: best <= x),
+               its value of train.metric where [train] names one (e.g. a validation error, with a [success]
+               metric on another set: runs judged on data that did not stop them), else of the success metric;
                give_up = K: stop a run once its best value, improving at the pace of its last K
                evaluations, could not reach the success threshold within its remaining steps (0 = off)
     [success]  metric = "test_loss", exactly one of at_least = x | at_most = x (any finite number),
@@ -98,7 +100,8 @@ class TrainSpec:
     eval_points: int = 60
     precision: str = "float32"  # "float64": the sweep runs with JAX's x64 mode on
     metric: str = "accuracy"
-    early_stop: float | None = None  # stop a run once its best value reaches this in the success direction
+    early_stop: float | None = None  # stop a run once its train.metric (if given, else the success metric) reaches
+    # this in the success direction
     learning_rates: tuple[float, ...] = (1e-3,)
     integrator: str = "optax"  # "gradient_flow": θ̇ = −∇L solved adaptively; a step = lr units of time
     rtol: float = 1e-6  # gradient_flow: the ODE solver's relative and absolute tolerances

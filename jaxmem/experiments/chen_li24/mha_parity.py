@@ -4,7 +4,7 @@ written as 4s+4 (minimal) or 8s+8 (paper) heads (parity.py). SQ learners need d^
 the spec's pilot (R13) learns s = 1 at d = 16, n = 2048 and not s = 2.
 
 Normalised test error 1 is the trivial predictor (E‖F‖² = 1). The teacher is fixed by (d, s, ρ, variant);
-a seed draws the training set, the test set and the student. The host reference runs the E3 controls on
+a seed draws the training set, the test and validation sets and the student. The host reference runs the E3 controls on
 the run's own training set (controls.py): Gaussian elimination over GF(2) (non-SQ) and multilinear
 polynomial regression of degree 2s+1 where its features fit.
 """
@@ -29,7 +29,8 @@ FIELDS = {
     "variant": static(str, "minimal (4s+4 heads) or paper (8s+8 heads)", "minimal", parity.VARIANTS),
     "heads_ratio": host(int, "student heads per teacher head", 1, minimum=1),
     "n": size("training samples", maximum=draws.COLS_LIMIT),
-    "n_test": static(int, "held-out samples", default=4096, minimum=1),
+    "n_test": static(int, "held-out samples of the test set (success)", default=4096, minimum=1),
+    "n_val": static(int, "held-out samples of the validation set (early stopping)", default=4096, minimum=1),
     "init_theta": traced(float, "student Θ init scale: entries N(0, (init_theta/d)²)", 0.5, minimum=0.0),
 }
 DERIVED = {
@@ -48,13 +49,14 @@ def check(config) -> list[str]:
 
 
 def init(key, shape, dyn):
-    """The fixed parity teacher, a training set of n and a test set of Boolean tokens, the student."""
+    """The fixed parity teacher, a training set of n, test and validation sets of Boolean tokens, the student."""
     d = shape["d"]
     theta, w = (jnp.asarray(a, jnp.float32) for a in parity.heads(d, shape["s"], shape["rho"], shape["variant"]))
     x = inputs.tokens(jax.random.fold_in(key, 1), shape["n"], K, d, "boolean")
     x = jnp.where(draws.active_mask(shape["n"], dyn["n"])[:, None, None], x, 0.0)
-    x_test = inputs.tokens(jax.random.fold_in(key, 2), shape["n_test"], K, d, "boolean")
-    problem = {"x": x, "y": model.mha(theta, w, x), "x_test": x_test, "y_test": model.mha(theta, w, x_test)}
+    sizes = {"test": shape["n_test"], "val": shape["n_val"]}
+    held_out = inputs.held_out(key, sizes, K, d, "boolean", lambda x: model.mha(theta, w, x))
+    problem = {"x": x, "y": model.mha(theta, w, x), **held_out}
     params = student.init(jax.random.fold_in(key, 3), shape["m_S"], d, dyn["m_S"], dyn["init_theta"])
     return params, problem
 
@@ -96,7 +98,7 @@ EXPERIMENT = Experiment(
     init=init,
     loss=loss,
     evaluate=evaluate,
-    metrics=("loss", "test_error", "test_error_abs", "train_error"),
+    metrics=("loss", "val_error", "test_error", "test_error_abs", "train_error"),
     resolve=resolve,
     derived=DERIVED,
     check=check,

@@ -5,10 +5,11 @@ The teacher is the §1.4 sampler (teacher.py) with its ablation knobs; inputs ar
 (inputs.py); the student has m_S distinct heads (student.py), trained full batch by Adam (optax's
 defaults, the spec's pilot) or plain GD (E7's "gradient flow" runs), a traced choice, at step lr. The
 `student` "random_features" freezes every Θ_i at its init and trains the W_i only (E8, cf. [FGBM23]).
-Keys (spec §7.17): teacher, training set, test set and student init each have their own stream of the
-run's key; n, m_S, the init scales, the optimiser and the student kind leave the teacher and data
-unchanged (`same_problem_across`), so the training sets of one seed nest along n and the students of
-m_S = m_T and 2m_T see the same teacher. float32 throughout (the engine's precision; the spec's pilots used
+Keys (spec §7.17): teacher, training set, test set, validation set and student init each have their own
+stream of the run's key (the searches stop early on the validation error and judge the test error); n,
+m_S, the init scales, the optimiser and the student kind leave the teacher and data unchanged
+(`same_problem_across`), so the training sets of one seed nest along n and the students of m_S = m_T and
+2m_T see the same teacher. float32 throughout (the engine's precision; the spec's pilots used
 float64, which matters only for targets below ~1e-5).
 """
 
@@ -32,7 +33,8 @@ FIELDS = {
     "m_T": size("teacher heads"),
     "m_S": size("student heads"),
     "n": size("training samples (a nested prefix of one training set)", maximum=draws.COLS_LIMIT),
-    "n_test": static(int, "held-out samples for ε_rel", default=4096, minimum=1),
+    "n_test": static(int, "held-out samples for ε_rel: the test set (success)", default=4096, minimum=1),
+    "n_val": static(int, "held-out samples of the validation set (early stopping)", default=4096, minimum=1),
     "inputs": traced(str, "token distribution (spec §1.2)", "boolean", inputs.KINDS),
     **teacher.FIELDS,
     "init_theta": traced(float, "student Θ init scale: entries N(0, (init_theta/d)²)", 0.5, minimum=0.0),
@@ -48,13 +50,14 @@ def resolve(config) -> dict:
 
 
 def init(key, shape, dyn):
-    """Teacher, nested training set, test set and student, each from its own stream of `key`."""
+    """Teacher, nested training set, test and validation sets and student, each from its own stream of `key`."""
     d, k = shape["d"], shape["k"]
     theta, w = teacher.sample(jax.random.fold_in(key, 0), shape["m_T"], d, teacher.knobs(dyn))
     x = inputs.tokens(jax.random.fold_in(key, 1), shape["n"], k, d, dyn["inputs"])
     x = jnp.where(draws.active_mask(shape["n"], dyn["n"])[:, None, None], x, 0.0)
-    x_test = inputs.tokens(jax.random.fold_in(key, 2), shape["n_test"], k, d, dyn["inputs"])
-    problem = {"x": x, "y": model.mha(theta, w, x), "x_test": x_test, "y_test": model.mha(theta, w, x_test)}
+    sizes = {"test": shape["n_test"], "val": shape["n_val"]}
+    held_out = inputs.held_out(key, sizes, k, d, dyn["inputs"], lambda x: model.mha(theta, w, x))
+    problem = {"x": x, "y": model.mha(theta, w, x), **held_out}
     problem["theta"], problem["sum_w"] = theta, jnp.sum(w, axis=0)
     problem["diagnostics"] = teacher.diagnostics(theta, w, dyn["m_T"])
     params = student.init(jax.random.fold_in(key, 3), shape["m_S"], d, dyn["m_S"], dyn["init_theta"], dyn["init_w"])
@@ -94,7 +97,7 @@ def flops_per_step(config) -> float:
     return 12.0 * config["m_S"] * config["k"] * config["d"] * (config["d"] + config["k"]) * config["n"]
 
 
-METRICS = ("loss", "test_error", "test_error_abs", "train_error", "sum_w_error")
+METRICS = ("loss", "val_error", "test_error", "test_error_abs", "train_error", "sum_w_error")
 METRICS += ("head_error_min", "head_error_mean", "head_error_max")
 METRICS += ("kappa", "lam_hat", "r_theta", "nu", "chi", "kappa_w", "r_w", "lam_w_hat")
 

@@ -40,13 +40,15 @@ def loss(params, problem, n, m_S):
 
 
 def errors(params, problem, n, m_S) -> dict:
-    """Training loss; relative test and train errors ε_rel (the threshold metric) and the paper's
-    absolute test error E‖F̂ − F‖_F² (spec §7.3)."""
+    """Training loss; relative validation, test and train errors ε_rel and the paper's absolute test
+    error E‖F̂ − F‖_F² (spec §7.3). The validation and test sets are independent draws: a sweep stops
+    early on `val_error` and judges success on `test_error`, so no verdict selects on its own test set."""
     pred_test = forward(params, problem["x_test"], m_S)
     err_test, _ = model.sample_errors(pred_test, problem["y_test"])
     train_weights = draws.active_mask(problem["x"].shape[0], n).astype(jnp.float32)
     return {
         "loss": loss(params, problem, n, m_S),
+        "val_error": model.relative_error(forward(params, problem["x_val"], m_S), problem["y_val"], 1.0),
         "test_error": model.relative_error(pred_test, problem["y_test"], 1.0),
         "test_error_abs": jnp.mean(err_test),
         "train_error": model.relative_error(forward(params, problem["x"], m_S), problem["y"], train_weights),
