@@ -124,11 +124,14 @@ def host(type_: type, doc: str, default: Any = REQUIRED, choices: tuple = (), mi
 @dataclasses.dataclass(frozen=True)
 class Costs:
     """What a (resolved) config costs: parameters as the paper counts them, bits of information
-    stored (for bits per parameter), FLOPs of one training step (for planning). Each optional."""
+    stored (for bits per parameter), FLOPs of one training step and bytes of its largest temporaries
+    per run (for planning: e.g. the logits of a softmax over many classes, which a `loss_block`
+    shrinks; see jaxmem/plan/loss_blocks.py). Each optional."""
 
     params: Callable[[Config], float] | None = None
     bits: Callable[[Config], float] | None = None
     flops_per_step: Callable[[Config], float] | None = None
+    temp_bytes: Callable[[Config], float] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,7 +218,7 @@ class Experiment:
         return self.resolve(self.complete(config))
 
     def cost(self, which: str, config: Config) -> float:
-        """params, bits or flops_per_step of a resolved config; NaN when the experiment gives none."""
+        """params, bits, flops_per_step or temp_bytes of a resolved config; NaN when the experiment gives none."""
         function = getattr(self.costs, which)
         return float(function(config)) if function is not None else math.nan
 

@@ -12,6 +12,10 @@ relabelling). Models, each predicting argmax_y u_yᵀ F(e_x):
 
 `init = "hebbian"` starts linear / lowrank memories at the Thm 1 construction W = Σ_x u_{f*(x)} e_xᵀ
 (times Σ_i v_i v_iᵀ for lowrank); with zero training steps that measures the construction itself.
+
+`loss_block` (derived, 0 unless the planner sets one): the loss and the argmax over the M outputs are
+computed that many outputs at a time (`jaxmem.experiments.blocked_softmax`), never holding the N × M
+logits; equal to the dense loss to float32 rounding, in both loss forms.
 """
 
 from __future__ import annotations
@@ -22,6 +26,13 @@ import jax.numpy as jnp
 import optax
 
 from jaxmem.experiments import draws as jr
+from jaxmem.experiments.blocked_softmax import (
+    LOSS_BLOCK,
+    blocked_argmax,
+    blocked_cross_entropy,
+    logits_bytes,
+    with_loss_block,
+)
 from jaxmem.experiments.interface import Costs, Experiment, bits, size, static
 
 MODELS = ("linear", "lowrank", "mlp")
@@ -52,14 +63,17 @@ FIELDS = {
 
 
 def resolve(config) -> dict:
-    """M = 0 stands for M = N; the width is 1 where the model has none; the bias exists in the mlp only."""
+    """M = 0 stands for M = N; the width is 1 where the model has none; the bias exists in the mlp only;
+    the loss is dense unless a `loss_block` is set."""
     uses_width = config["model"] in ("lowrank", "mlp")
-    return {
-        **config,
-        "M": config["M"] or config["N"],
-        "m": max(config["m"], 1) if uses_width else 1,
-        "mlp_bias": config["mlp_bias"] and config["model"] == "mlp",
-    }
+    return with_loss_block(
+        {
+            **config,
+            "M": config["M"] or config["N"],
+            "m": max(config["m"], 1) if uses_width else 1,
+            "mlp_bias": config["mlp_bias"] and config["model"] == "mlp",
+        }
+    )
 
 
 def check(config) -> list[str]:
@@ -142,15 +156,26 @@ def mean_target_nll(z, y, rows, count, loss_form) -> jax.Array:
 
 def loss(params, problem, shape, dyn, key=None) -> jax.Array:
     """Softmax cross-entropy over the M outputs, mean over the N inputs (full batch, §3.2: no
-    sampling, so the step key is not used)."""
-    z, rows = logits(params, problem, shape, dyn), jr.active_mask(shape["N"], dyn["N"])
-    return mean_target_nll(z, targets(shape, dyn), rows, dyn["N"], shape["loss_form"])
+    sampling, so the step key is not used); `loss_block` outputs at a time where one is set."""
+    rows, y = jr.active_mask(shape["N"], dyn["N"]), targets(shape, dyn)
+    if shape["loss_block"]:
+        features, outputs = memory_output(params, problem, shape), jr.active_mask(shape["M"], dyn["M"])
+        nll = blocked_cross_entropy(features, problem["U"], y, rows, outputs, shape["loss_block"], shape["loss_form"])
+        return jnp.sum(nll) / dyn["N"]
+    return mean_target_nll(logits(params, problem, shape, dyn), y, rows, dyn["N"], shape["loss_form"])
+
+
+def predictions(params, problem, shape, dyn) -> jax.Array:
+    """argmax_y u_yᵀ F(e_x) for every (padded) input; `loss_block` outputs at a time where one is set."""
+    if shape["loss_block"]:
+        outputs = jr.active_mask(shape["M"], dyn["M"])
+        return blocked_argmax(memory_output(params, problem, shape), problem["U"], outputs, shape["loss_block"])
+    return jnp.argmax(logits(params, problem, shape, dyn), axis=1)
 
 
 def evaluate(params, problem, shape, dyn) -> dict:
     """Loss and accuracy of argmax_y u_yᵀ F(e_x) over all N inputs."""
-    z = logits(params, problem, shape, dyn)
-    hits = (jnp.argmax(z, axis=1) == targets(shape, dyn)) & jr.active_mask(shape["N"], dyn["N"])
+    hits = (predictions(params, problem, shape, dyn) == targets(shape, dyn)) & jr.active_mask(shape["N"], dyn["N"])
     return {"loss": loss(params, problem, shape, dyn), "accuracy": jnp.sum(hits) / dyn["N"]}
 
 
@@ -177,6 +202,11 @@ def flops_per_step(config) -> float:
     return 3.0 * (body + 2 * n * mo * d)
 
 
+def temp_bytes(config) -> float:
+    """The N × M logits of a step (N × loss_block blocked); the N × d and N × m activations are left out."""
+    return logits_bytes(config["N"], config["M"], config["loss_block"])
+
+
 EXPERIMENT = Experiment(
     name="assoc_memory",
     doc="Linear / low-rank / MLP associative memories with random sphere embeddings (Nichani et al. §3)",
@@ -186,6 +216,7 @@ EXPERIMENT = Experiment(
     evaluate=evaluate,
     optimizer=optimizer,
     resolve=resolve,
+    derived={"loss_block": LOSS_BLOCK},
     check=check,
-    costs=Costs(params=num_params, bits=info_bits, flops_per_step=flops_per_step),
+    costs=Costs(params=num_params, bits=info_bits, flops_per_step=flops_per_step, temp_bytes=temp_bytes),
 )

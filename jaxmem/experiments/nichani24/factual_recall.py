@@ -19,6 +19,10 @@ rate (the default optimizer; authors: optax.adamw with weight_decay = 0), embedd
 Padding: S, R, D, |N|, d, H, d_h and m are padded; token ids, answer ids and every random draw use the
 TRUE sizes from `dyn` with shape-stable draws (`jaxmem.experiments.draws`), padded heads / hidden units / dimensions
 start at 0 and get zero gradient, padded answers get logit −inf, so a padded run equals the unpadded one.
+
+`loss_block` (derived, 0 unless the planner sets one): the cross-entropy and the argmax over the R·D answers
+are computed that many answers at a time (`jaxmem.experiments.blocked_softmax`), never holding the
+sequences × answers logits; equal to the dense ones to float32 rounding.
 """
 
 from __future__ import annotations
@@ -30,6 +34,13 @@ import jax
 import jax.numpy as jnp
 
 from jaxmem.experiments import draws as jr
+from jaxmem.experiments.blocked_softmax import (
+    LOSS_BLOCK,
+    blocked_argmax,
+    blocked_cross_entropy,
+    logits_bytes,
+    with_loss_block,
+)
 from jaxmem.experiments.interface import Costs, Experiment, host, size, static
 from jaxmem.experiments.nichani24.facts import (
     FIELDS as TASK_FIELDS,
@@ -88,11 +99,12 @@ FIELDS = {
 
 
 def resolve(config) -> dict:
-    """S, R, D set from `size` by the `scaling` (as given for scaling = "none"); |N| = S + R unless set."""
+    """S, R, D set from `size` by the `scaling` (as given for scaling = "none"); |N| = S + R unless set;
+    the loss is dense unless a `loss_block` is set."""
     if config["scaling"] != "none":
         S, R, D = SCALINGS[config["scaling"]](config["size"], config["D"])
         config = {**config, "S": S, "R": R, "D": D}
-    return with_noise(config)
+    return with_loss_block(with_noise(config))
 
 
 def check(config) -> list[str]:
@@ -177,8 +189,8 @@ def init(key, shape, dyn):
     return params, problem
 
 
-def forward(params, problem, shape, dyn, tokens) -> jax.Array:
-    """Answer logits (n, A_pad) of the one-layer transformer for token ids (n, T); padded answers −inf."""
+def answer_features(params, problem, shape, dyn, tokens) -> jax.Array:
+    """The output y (n, d) of the one-layer transformer for token ids (n, T): the answer logits are y @ unembedᵀ."""
     E = problem["wte"][tokens]  # (n, T, d)
     last = E[:, -1]  # query = EOS position only
     q = jnp.einsum("nd,hde->nhe", last, params["Q"])
@@ -188,27 +200,54 @@ def forward(params, problem, shape, dyn, tokens) -> jax.Array:
     ctx = jnp.einsum("nht,ntd->nhd", attn, E)
     heads = jnp.einsum("nhd,hde->nhe", ctx, params["V"])  # out_h = V_hᵀ Σ_i a_i x_i
     x = jnp.einsum("nhe,hed->nd", heads, params["O"])
-    y = jax.nn.relu(x @ params["W1"] + params["b1"]) @ params["W2"] + x
-    z = y @ problem["unembed"].T
-    active = jr.active_mask(answer_count(shape), answer_count(dyn))
-    return jnp.where(active[None, :], z, -jnp.inf)
+    return jax.nn.relu(x @ params["W1"] + params["b1"]) @ params["W2"] + x
+
+
+def _answers(shape, dyn) -> jax.Array:
+    return jr.active_mask(answer_count(shape), answer_count(dyn))
+
+
+def _logits(y, problem, shape, dyn) -> jax.Array:
+    """Answer logits y @ unembedᵀ (n, A_pad); padded answers −inf."""
+    return jnp.where(_answers(shape, dyn)[None, :], y @ problem["unembed"].T, -jnp.inf)
+
+
+def forward(params, problem, shape, dyn, tokens) -> jax.Array:
+    """Answer logits (n, A_pad) of the one-layer transformer for token ids (n, T); padded answers −inf."""
+    return _logits(answer_features(params, problem, shape, dyn, tokens), problem, shape, dyn)
+
+
+def _answer_nll(y, answers, problem, shape, dyn) -> jax.Array:
+    """−log p̂(answer) per sequence from its output y; `loss_block` answers at a time where one is set."""
+    if shape["loss_block"]:
+        every = jnp.ones(y.shape[0], bool)
+        return blocked_cross_entropy(y, problem["unembed"], answers, every, _answers(shape, dyn), shape["loss_block"])
+    return nll(_logits(y, problem, shape, dyn), answers)
+
+
+def _predicted(y, problem, shape, dyn) -> jax.Array:
+    """The argmax answer per sequence from its output y; `loss_block` answers at a time where one is set."""
+    if shape["loss_block"]:
+        return blocked_argmax(y, problem["unembed"], _answers(shape, dyn), shape["loss_block"])
+    return jnp.argmax(_logits(y, problem, shape, dyn), axis=1)
 
 
 def loss(params, problem, shape, dyn, key) -> jax.Array:
     """Cross-entropy over the RD answers on a fresh batch sampled from the step's key."""
     tokens, s, r = sample(key, shape["batch"], shape, dyn)
-    return jnp.mean(nll(forward(params, problem, shape, dyn, tokens), problem["facts"][s, r]))
+    y = answer_features(params, problem, shape, dyn, tokens)
+    return jnp.mean(_answer_nll(y, problem["facts"][s, r], problem, shape, dyn))
 
 
 def evaluate(params, problem, shape, dyn) -> dict:
     """Loss / accuracy on the fixed test set, exact_accuracy over every (s, r) with one context each."""
-    z = forward(params, problem, shape, dyn, problem["test_x"])
-    ez = forward(params, problem, shape, dyn, problem["exact_x"])
+    y = answer_features(params, problem, shape, dyn, problem["test_x"])
+    exact_y = answer_features(params, problem, shape, dyn, problem["exact_x"])
     active = problem["exact_active"]
-    exact_hits = (jnp.argmax(ez, axis=1) == problem["exact_y"]) & active
+    exact_hits = (_predicted(exact_y, problem, shape, dyn) == problem["exact_y"]) & active
     return {
-        "loss": jnp.mean(nll(z, problem["test_y"])),
-        "accuracy": jnp.mean(jnp.argmax(z, axis=1) == problem["test_y"]),
+        "loss": jnp.mean(_answer_nll(y, problem["test_y"], problem, shape, dyn)),
+        "accuracy": jnp.mean(_predicted(y, problem, shape, dyn) == problem["test_y"]),
         "exact_accuracy": jnp.sum(exact_hits) / jnp.maximum(jnp.sum(active), 1),
     }
 
@@ -225,6 +264,13 @@ def flops_per_step(config) -> float:
     return 3.0 * config["batch"] * forward_one
 
 
+def temp_bytes(config) -> float:
+    """The logits over the RD answers of the largest set a program step scores (training batch, test
+    set or exact set), `loss_block` answers wide where one is set."""
+    rows = max(config["batch"], config["test_size"], exact_subjects(config) * config["R"])
+    return logits_bytes(rows, answer_count(config), config["loss_block"])
+
+
 EXPERIMENT = Experiment(
     name="factual_recall",
     doc="Synthetic factual recall with a one-layer transformer, attention + MLP (Nichani et al. §4)",
@@ -234,6 +280,7 @@ EXPERIMENT = Experiment(
     evaluate=evaluate,
     metrics=("loss", "accuracy", "exact_accuracy"),
     resolve=resolve,
+    derived={"loss_block": LOSS_BLOCK},
     check=check,
-    costs=Costs(params=num_params, bits=info_bits, flops_per_step=flops_per_step),
+    costs=Costs(params=num_params, bits=info_bits, flops_per_step=flops_per_step, temp_bytes=temp_bytes),
 )
