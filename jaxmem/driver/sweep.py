@@ -172,7 +172,7 @@ class Sweep:
         self.turn = 0
         self.settings = settings_of(spec)
         self.stop_signal: int | None = None
-        self.watch = Watch(progress.note, hard_exit)
+        self.watch = Watch(lambda message: self.progress.note(message), hard_exit)
         self.busy: BucketRunner | None = None  # the runner whose segment the driver waits for
         engine = spec.engine
         self.pad = padder(engine.pad_ratio, engine.search_pad_ratio, (spec.search.variable,) if spec.search else ())

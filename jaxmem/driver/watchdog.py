@@ -83,11 +83,13 @@ class Watch:
         self.resent = False  # the watch has sent the stop signal to the main thread
         self.abandoned: Abandoned | None = None  # raised in the main thread (JAX may wrap it: a callback)
         self._closed = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="jaxmem-watch", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None  # started by the first wait
 
     @contextlib.contextmanager
     def waiting(self, what: str, expected_s: float | None = None):
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._watch, name="jaxmem-watch", daemon=True)
+            self._thread.start()
         self.current, self.interrupted = Wait(what, expected_s), 0.0
         try:
             yield self.current
