@@ -61,11 +61,11 @@ def split_untrained(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | N
 
 
 def plot_final_eval(
-    path: Path, frame: pd.DataFrame, x: str, metrics: list[str], untrained: pd.DataFrame | None = None
+    path: Path, frame: pd.DataFrame, x: str, metrics: list[str], by: list[str], untrained: pd.DataFrame | None = None
 ) -> Path:
     """final_eval.png: one panel per metric against the test-time axis `x` (log-scaled when it spans
-    more than a decade of positive values); with `untrained` (split_untrained), its medians dashed."""
-    by = settings_of(frame, x, metrics)
+    more than a decade of positive values), one line per setting (`by`: settings_of over every metric,
+    drawn or not); with `untrained` (split_untrained), its medians dashed."""
     columns = min(COLUMNS, len(metrics))
     rows = math.ceil(len(metrics) / columns)
     fig, panels = plt.subplots(rows, columns, figsize=(5 * columns, 3.6 * rows), squeeze=False)
@@ -194,7 +194,8 @@ def final_eval_sections(
     trained, untrained = split_untrained(frame)
     shown = [m for m in (spec.metrics or metrics) if m in trained.columns and trained[m].notna().any()]
     written += write_table(frame, out_dir, "final_eval")
-    written.append(plot_final_eval(out_dir / "final_eval.png", trained, x, shown, untrained))
+    by = settings_of(trained, x, list(metrics))
+    written.append(plot_final_eval(out_dir / "final_eval.png", trained, x, shown, by, untrained))
     sections = [
         "## Test-time axes",
         f"Each finished run's final parameters evaluated at every point of {' × '.join(axes)} "
@@ -202,7 +203,7 @@ def final_eval_sections(
     ]
     if untrained is not None:
         judged = list(dict.fromkeys([r.metric for r in spec.readoffs] + list(spec.metrics))) or shown
-        sections.append(untrained_section(trained, untrained, x, judged, settings_of(trained, x, list(metrics))))
+        sections.append(untrained_section(trained, untrained, x, judged, by))
     tables = []
     for readoff in spec.readoffs:
         table = readoff_table(trained, x, readoff, axes, list(metrics))
