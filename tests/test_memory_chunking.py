@@ -57,8 +57,9 @@ def test_parse_cap_and_fitting_slots():
     assert device_memory.fitting_slots(16, peak=40 * MiB, limit=20 * MiB) == 8
     assert device_memory.fitting_slots(16, peak=100 * MiB, limit=20 * MiB) == 2  # 3.2 -> a power of two below
     assert device_memory.fitting_slots(1, peak=100 * MiB, limit=20 * MiB) == 1  # one slot is compiled whatever it needs
-    assert device_memory.budget(jax.devices()[0], 0.5) == device_memory.device_memory(jax.devices()[0]) // 2
-    assert device_memory.budget(jax.devices()[0], 123 * MiB) == 123 * MiB
+    memory = device_memory.device_memory(jax.devices()[0])
+    assert device_memory.budget(memory, 0.5) == memory // 2
+    assert device_memory.budget(memory, 123 * MiB) == 123 * MiB
 
 
 def test_out_of_memory_errors_are_recognised():

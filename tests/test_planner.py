@@ -3,6 +3,7 @@ and as many probes per round as pay; the spec's own settings and a folder's firs
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -61,3 +62,29 @@ def test_a_folder_keeps_its_first_plan():
 def test_an_unknown_device_kind_is_refused():
     with pytest.raises(ValueError, match="unknown device kind 'a100'"):
         named("a100")
+
+
+def test_dry_run_shows_the_plan_another_device_kind_would_get(capsys):
+    from jaxmem.cli.main import main
+
+    assert main(["run", "fig1_linear", "--preset", "quick", "--dry-run", "--plan-for", "h200"]) == 0
+    out = capsys.readouterr().out
+    assert "plan for 1 gpu device(s) (NVIDIA H200" in out and "padding: few programs (d padded" in out
+    assert "compiles: 1 now" in out and "15 s per compile" in out
+    assert main(["run", "fig1_linear", "--preset", "quick", "--dry-run", "--plan-for", "a100"]) == 2
+    assert main(["run", "fig1_linear", "--preset", "quick", "--plan-for", "h200"]) == 2
+    assert "use it with --dry-run" in capsys.readouterr().err
+
+
+def test_a_run_stores_its_plan_and_a_rerun_keeps_it(tmp_path):
+    from jaxmem.driver.sweep import PLAN, pinned_plan, run_sweep
+    from jaxmem.persistence.store import Store
+    from jaxmem.spec.sweep import load
+
+    spec = load(ROOT / "tests" / "specs" / "tiny_linear.toml")
+    run_sweep(spec, tmp_path, quiet=True)
+    store = Store(tmp_path, write=False)
+    try:
+        assert json.loads(store.meta()[PLAN]) == pinned_knobs(Knobs.of_spec(spec)) == pinned_plan(store, spec)
+    finally:
+        store.close()

@@ -10,7 +10,7 @@ import traceback
 from pathlib import Path
 
 from jaxmem import __version__
-from jaxmem.cli.errors import exit_code, message
+from jaxmem.cli.errors import UsageError, exit_code, message
 
 LIGHT = ("status", "compare")  # commands that never import JAX: the run options (which do) are not built
 
@@ -93,6 +93,11 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
         "--compile", action="store_true", help="with --dry-run: compile each bucket for XLA's memory analysis"
     )
     run.add_argument(
+        "--plan-for",
+        metavar="KIND",
+        help="with --dry-run: the plan another device kind would get (h100, h200, tpu-v5e; KINDxN for N of them)",
+    )
+    run.add_argument(
         "--memory-cap",
         type=_memory_cap,
         default=os.environ.get(device_memory.CAP_ENV, str(device_memory.DEFAULT_CAP)),
@@ -152,8 +157,11 @@ def _run(args) -> int:
     )
     spec = views.load_spec(args.spec, args.preset, args.overrides)
     out = output_folder(args, spec)
+    if args.plan_for and not args.dry_run:
+        raise UsageError("--plan-for shows a plan: use it with --dry-run")
     if args.dry_run:
-        print(views.dry_run(spec, args.memory_cap, compile=args.compile, out=out))
+        target = planned_target(args.plan_for) if args.plan_for else None
+        print(views.dry_run(spec, args.memory_cap, compile=args.compile, out=out, target=target))
         return 0
     noted = {ORIGIN: views.origin(args.spec, args.overrides)}  # for `jaxmem status` to suggest resuming it
     cache = None if args.no_compile_cache else compile_cache.cache_dir()
@@ -183,6 +191,15 @@ def _run(args) -> int:
     else:
         print(f"results: {out}/results.sqlite\nreport:  {report}")
     return 0
+
+
+def planned_target(name: str):
+    from jaxmem.plan.target import named
+
+    try:
+        return named(name)
+    except ValueError as err:
+        raise UsageError(f"--plan-for: {err}") from None
 
 
 def _memory_cap(text: str) -> float | int:

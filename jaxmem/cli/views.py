@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from jaxmem.cli import estimate, overrides
+from jaxmem.cli.errors import UsageError
 from jaxmem.cli.paths import shipped_matches, shipped_name, shipped_sweeps
 from jaxmem.cli.status import holds_results
 from jaxmem.driver.sweep import spec_changes
@@ -17,6 +18,7 @@ from jaxmem.experiments.interface import REQUIRED
 from jaxmem.spec.expr import evaluate
 from jaxmem.spec.tables import suggest
 from jaxmem.plan.buckets import ladder, padded_config, padding_waste
+from jaxmem.plan.target import Target
 from jaxmem.driver.progress import Progress
 from jaxmem.spec.sweep import SpecError, SweepSpec, is_file, parse, read_toml
 from jaxmem.persistence.store import FILENAME, Store, StoreError, load_results
@@ -87,35 +89,43 @@ def listing() -> str:
 
 
 def dry_run(
-    spec: SweepSpec, memory_cap: float | int = device_memory.DEFAULT_CAP, compile: bool = False, out: Path | None = None
+    spec: SweepSpec,
+    memory_cap: float | int = device_memory.DEFAULT_CAP,
+    compile: bool = False,
+    out: Path | None = None,
+    target: Target | None = None,
 ) -> str:
     """The plan: the buckets of the first round with their chunks, slots, padding waste, FLOPs and
     memory per chunk, and the totals: runs, FLOPs, compiles, peak memory per device and the time at a
     stated throughput (jaxmem.cli.estimate), for the first round and, where a search can go on, a bound
     over the sweep. Without `compile` nothing is compiled and the memory is the run state's (exact, but
     a lower bound: XLA's temporaries are known only after compiling). `out`: the folder `jaxmem run`
-    would use, checked for another sweep. A float64 sweep is sized in float64, as it runs."""
+    would use, checked for another sweep. A float64 sweep is sized in float64, as it runs. `target`:
+    plan for these devices instead of this machine's (`--plan-for`; nothing can be compiled for them)."""
     from jaxmem.driver.sweep import precision
 
+    if compile and target is not None:
+        raise UsageError("--compile needs the devices it compiles for: it cannot be combined with --plan-for")
     with precision(spec.train.precision):
-        return _plan(spec, memory_cap, compile, out)
+        return _plan(spec, memory_cap, compile, out, target)
 
 
-def _plan(spec: SweepSpec, memory_cap: float | int, compile: bool, out: Path | None) -> str:
+def _plan(spec: SweepSpec, memory_cap: float | int, compile: bool, out: Path | None, target: Target | None) -> str:
     from jaxmem.driver.sweep import Sweep
 
-    sweep = Sweep(spec, Path("."), _NoStore(), Progress(quiet=True), memory_cap=memory_cap)
+    sweep = Sweep(spec, Path("."), _NoStore(), Progress(quiet=True), memory_cap=memory_cap, target=target)
     sweep.refresh()
     groups: dict = {}
     for run in sweep.pending.values():
         groups.setdefault(sweep.bucket_for(run), []).append(run)
-    device, n = sweep.devices[0], len(sweep.devices)
+    n = sweep.target.count
     lines = [
         f"sweep {spec.name} [{spec.preset or 'base'}]: {len(spec.points)} points x {len(spec.seeds)} seeds x "
         f"{len(spec.train.learning_rates)} learning rates; {len(spec.skipped)} impossible points skipped",
-        f"first round: {len(sweep.pending)} runs in {len(groups)} buckets on {n} {device.platform} device(s); "
+        *sweep.plan.describe(),
+        f"first round: {len(sweep.pending)} runs in {len(groups)} buckets on {n} {sweep.target.platform} device(s); "
         f"compiles: {len(groups)} now, at most {_compile_bound(sweep)} over the sweep",
-        f"memory budget: {sweep.budget / 2**30:.2f} GiB per device ({_cap(memory_cap, device)})",
+        f"memory budget: {sweep.budget / 2**30:.2f} GiB per device ({_cap(memory_cap, sweep.target)})",
     ]
     peak, over = 0, 0
     for bucket, runs in groups.items():
@@ -159,13 +169,13 @@ def _run_flops(sweep, run) -> float:
 def _totals(sweep, groups: dict, peak: int, over: int) -> list[str]:
     """The totals of the first round and, for a search, the bound over the sweep; the time they take
     at the stated throughput; whether the sweep suits this machine."""
-    platform, n = sweep.platform, len(sweep.devices)
+    platform, n = sweep.target.platform, sweep.target.count
     first = sum(_run_flops(sweep, r) for r in sweep.pending.values())
     rate = estimate.throughput(platform, n)
     lines = [
         "totals (FLOPs at most: padded sizes, every run to its step budget; early stops use fewer), timed at a "
-        f"stated {rate:.3g} FLOP/s for {n} {platform} device(s) and {estimate.COMPILE_SECONDS.get(platform, 5.0):g} s "
-        "per compile (jaxmem/cli/estimate.py):",
+        f"stated {rate:.3g} FLOP/s for {n} {platform} device(s) and {estimate.COMPILE_SECONDS.get(platform, 15.0):g} s "
+        "per compile (jaxmem/plan/costs.py):",
         f"  first round: {len(sweep.pending)} runs, {first:.2e} FLOPs, {len(groups)} compiles: "
         f"{estimate.duration(estimate.seconds(first, len(groups), platform, n))}",
     ]
@@ -191,7 +201,7 @@ def _search_bound(sweep) -> tuple[int, float]:
     for unit in sweep.units[:: len(spec.seeds)]:  # a search's plan does not depend on the seed
         bracket = sweep._bracket(unit)
         cost = lambda v, u=unit: sum(_run_flops(sweep, r) for r in sweep._runs_for(u, v, 0))  # noqa: E731
-        values = estimate.worst_probes(spec.search, bracket, cost)
+        values = estimate.worst_probes(sweep.search, bracket, cost)
         runs += len(values) * len(spec.train.learning_rates) * len(spec.seeds)
         flops += sum(map(cost, values)) * len(spec.seeds)
     return runs, flops
@@ -226,22 +236,26 @@ def _compile_bound(sweep) -> int | str:
         values: set = {None}
         if spec.search is not None:
             lo, hi = (int(evaluate(b, unit.point)) for b in (spec.search.lo, spec.search.hi))
-            if spec.engine.search_pad_ratio <= 1.0:
+            ratio = sweep.plan.knobs.search_pad_ratio
+            if ratio <= 1.0:
                 return f"{sum(int(evaluate(spec.search.hi, u.point)) for u in sweep.units)} (one per searched value)"
-            values = {lo, hi} | {v for v in ladder(spec.engine.search_pad_ratio, hi) if lo < v < hi}
+            values = {lo, hi} | {v for v in ladder(ratio, hi) if lo < v < hi}
         buckets.update(sweep.bucket_for(sweep._runs_for(unit, v, 0)[0]) for v in values)
     return len(buckets)
 
 
-def _cap(cap: float | int, device) -> str:
-    memory_kind = "host RAM" if device.platform == "cpu" else "device memory"
+def _cap(cap: float | int, target: Target) -> str:
+    memory_kind = "host RAM" if target.platform == "cpu" else "device memory"
     if isinstance(cap, float):
-        return f"{cap:g} of {device_memory.device_memory(device) / 2**30:.1f} GiB {memory_kind}; --memory-cap"
+        return f"{cap:g} of {target.memory_bytes / 2**30:.1f} GiB {memory_kind}; --memory-cap"
     return "--memory-cap"
 
 
 class _NoStore:
     """Stands in for the store in a dry run: nothing has run yet."""
+
+    def meta(self):
+        return {}
 
     def finished_runs(self):
         return {}

@@ -40,8 +40,10 @@ from jaxmem.experiments.registry import module_folder
 from jaxmem.spec.expr import evaluate
 from jaxmem.persistence.lock import OutputLock
 from jaxmem.plan.runs import Run, make_run, point_id
-from jaxmem.plan.buckets import Bucket, bucket_of, padded_config, padder
-from jaxmem.plan.costs import padding_pays, slots_per_device
+from jaxmem.plan import planner
+from jaxmem.plan.buckets import Bucket
+from jaxmem.plan.layout import Knobs, Layout
+from jaxmem.plan.target import Target
 from jaxmem.driver.progress import Progress
 from jaxmem.driver.watchdog import Watch
 from jaxmem.persistence.progress import PLANNED, Found, inflight, planned
@@ -146,18 +148,21 @@ class Sweep:
         part: tuple[int, int] = (0, 1),
         memory_cap: float | int = device_memory.DEFAULT_CAP,
         hard_exit: bool = False,
+        target: Target | None = None,
     ):
         """A sweep, or with `part` = (k, n) process k's share of it (every n-th unit) in a job of n
         processes. `memory_cap` bounds each program's memory per device (see jaxmem.memory);
         `hard_exit`: a stop signal may end the process when a hung program keeps it from answering
-        (see driver.watchdog; for the command line, not for a Python session)."""
+        (see driver.watchdog; for the command line, not for a Python session); `target`: the devices
+        to plan for (default: `devices`; another kind only to show its plan, see jaxmem.plan.planner)."""
         self.spec, self.out_dir, self.store, self.progress = spec, out_dir, store, progress
         self.lease: OutputLock | None = lease  # checked at segment ends: stop if another run took the folder
         self.exp = get_experiment(spec.experiment)
         self.devices = list(devices or jax.local_devices())
         self.units = [Unit(p, s) for p in spec.points for s in spec.seeds]
         self.mine = owned(self.units, *part)  # the units this process runs (all, in a single process)
-        self.budget = device_memory.budget(self.devices[0], memory_cap)
+        self.target = target or device_memory.target_of(self.devices)
+        self.budget = device_memory.budget(self.target.memory_bytes, memory_cap)
         self.outcomes = store.finished_runs()
         self.searches_done = store.finished_searches()
         self.answers = store.search_answers()  # unit id -> answer (NaN when censored): seeds law brackets
@@ -174,20 +179,9 @@ class Sweep:
         self.stop_signal: int | None = None
         self.watch = Watch(lambda message: self.progress.note(message), hard_exit)
         self.busy: BucketRunner | None = None  # the runner whose segment the driver waits for
-        engine = spec.engine
-        self.pad = padder(engine.pad_ratio, engine.search_pad_ratio, (spec.search.variable,) if spec.search else ())
-        self.platform = self.devices[0].platform
-        self._live: dict[str, int] = {}  # bucket id -> live_runs
-        fields = [n for n in engine.pad_to_max if n in self.exp.fields]
-        self.size_floors = {name: max(self.exp.complete(p)[name] for p in spec.points) for name in fields}
-        self.derived_floors = {  # a derived size's floor applies to the resolved config (static_shape)
-            name: max(self.exp.effective(p)[name] for p in spec.points)
-            for name in engine.pad_to_max
-            if name not in fields
-        }
-        for name, values in spec.final_eval:  # a test-time size is padded to hold its largest value
-            if self.exp.fields[name].kind == "size":
-                self.size_floors[name] = max(self.size_floors.get(name, 0), *values)
+        self.plan = planner.plan(spec, self.exp, self.target, pinned_plan(store, spec))
+        self.layout = Layout(spec, self.exp, self.plan.knobs, self.target.platform, self.target.count)
+        self.search = self.layout.search  # the spec's search with the plan's probes per round
         self.final_points = final_eval_points(spec.final_eval)
         self.earlier = law_chains(spec, self.mine, part)
         self.seeded_noted: set[str] = set()
@@ -222,7 +216,7 @@ class Sweep:
     def _bracket(self, unit: Unit) -> searching.Bracket:
         """The unit's first bracket: the spec's bounds, or with `law_axis` the neighbourhood of the
         power law fitted to the answers of the same seed's smaller values on that axis (>= 2 needed)."""
-        s = self.spec.search
+        s = self.search
         lo, hi = (int(evaluate(b, unit.point)) for b in (s.lo, s.hi))
         ceiling = self.exp.fields[s.variable].maximum
         known = [(u.point[s.law_axis], self.answers.get(u.id, math.nan)) for u in self.earlier.get(unit.id, [])]
@@ -252,7 +246,7 @@ class Sweep:
                 if unit.id in self.searches_done or self._waiting(unit):
                     continue
                 bracket, values = searching.replay(
-                    self.spec.search, self._bracket(unit), lambda v, u=unit: self._probe_outcome(u, v)
+                    self.search, self._bracket(unit), lambda v, u=unit: self._probe_outcome(u, v)
                 )
                 if bracket.done:
                     row = self._search_row(unit, bracket)
@@ -303,35 +297,8 @@ class Sweep:
 
     # -- buckets -----------------------------------------------------------------------------------
     def bucket_for(self, run: Run) -> Bucket:
-        """The run's bucket. The searched variable climbs a finer ladder than the other sizes (its
-        padding dominates the waste, quadratically when M = N), but is padded to at least
-        `engine.search_pad_floor` times the point's initial upper bound: the small early probes share
-        the programs of larger ones instead of each compiling its own (on a CPU one compile costs
-        more than all those small runs together). Measured on the quick MLP grid: 74 s instead of
-        85 s with one ladder of ratio 2 and floor 0.25. The sizes named in `engine.pad_to_max` are
-        padded to their largest value in the sweep (a derived size's, after the experiment resolves the
-        config), so points differing only in them share a program.
-        A searched size is not padded at all where its bucket would hold one run at a time and the
-        padding would cost more work over the step budget than a compile (`plan.costs.padding_pays`)."""
-        padded = self._padded_bucket(run.config)
-        if self.spec.search is None or self.live_runs(padded) > 1:
-            return padded
-        exact = self._padded_bucket(run.config, exact_variable=True)
-        flops = [self.exp.cost("flops_per_step", padded_config(self.exp, b, run.config)) for b in (padded, exact)]
-        return padded if padding_pays(self.settings.steps * (flops[0] - flops[1]), self.platform) else exact
-
-    def _padded_bucket(self, config: dict, exact_variable: bool = False) -> Bucket:
-        config = self.exp.complete(config)
-        config.update((name, max(config[name], floor)) for name, floor in self.size_floors.items())
-        search = self.spec.search
-        if search is None or self.exp.fields[search.variable].kind != "size":  # a traced variable: no padding
-            return bucket_of(self.exp, config, self.pad, self.derived_floors)
-        if exact_variable:
-            pad = padder(self.spec.engine.pad_ratio, 1.0, (search.variable,))
-            return bucket_of(self.exp, config, pad, self.derived_floors)
-        floor = math.ceil(self.spec.engine.search_pad_floor * evaluate(search.hi, config))
-        config[search.variable] = max(config[search.variable], floor)
-        return bucket_of(self.exp, config, self.pad, self.derived_floors)
+        """The run's bucket (see jaxmem.plan.layout.Layout.bucket_for)."""
+        return self.layout.bucket_for(run.config)
 
     def _hand_over(self, run: Run) -> None:
         """Give the run to its bucket's runner, or, while that bucket's program waits for or is in its
@@ -379,35 +346,9 @@ class Sweep:
             runner.enqueue(run)
         self._compile_next()
 
-    def runs_per_round(self) -> int:
-        """The runs one unit has live at once: one per learning rate, times the values a search round
-        tests (the first round of a verified search: both ends and `probes` inside; paper mode: one)."""
-        search = self.spec.search
-        values = 1 if search is None or search.mode == "paper" else search.probes + 2
-        return len(self.spec.train.learning_rates) * values
-
-    def live_runs(self, bucket: Bucket) -> int:
-        """At most how many runs `bucket` holds at once: the units whose runs at the bucket's value of
-        the searched variable fall in it, times `runs_per_round`. A function of the bucket and the
-        spec only (not of timing, of what already ran or of how many processes share the sweep), so a
-        resumed sweep chooses the same programs."""
-        if bucket.id not in self._live:
-            search = self.spec.search
-            variable = search.variable if search else None
-            value = bucket.shape_dict.get(variable) if variable else None
-            sharing = sum(
-                self._padded_bucket({**u.point, variable: value} if value is not None else u.point) == bucket
-                or (value is not None and self._padded_bucket({**u.point, variable: value}, True) == bucket)
-                for u in self.units
-            )
-            self._live[bucket.id] = max(sharing, 1) * self.runs_per_round()
-        return self._live[bucket.id]
-
     def slots_for(self, bucket: Bucket, run: Run) -> int:
         """Total slots of a bucket: a deterministic number per device, times the devices."""
-        flops = self.exp.cost("flops_per_step", padded_config(self.exp, bucket, run.config))
-        per_device = slots_per_device(flops, self.live_runs(bucket), self.platform, self.spec.engine.max_slots)
-        return per_device * len(self.devices)
+        return self.layout.slots_for(bucket, run.config)
 
     def _new_runner(self, bucket: Bucket, run: Run, slots: int) -> BucketRunner:
         """A runner of `bucket` with `slots` slots, compiled now (in this thread)."""
@@ -423,7 +364,7 @@ class Sweep:
             run,
             self.out_dir / "checkpoints" / bucket.id,
             self.pending.get,
-            self.spec.engine.segment_seconds,
+            self.plan.knobs.segment_seconds,
             self.step_budget,
         )
         if runner.occupied:
@@ -659,6 +600,18 @@ class Sweep:
             runner.close()
 
 
+PLAN = "plan"  # meta key: the result-deciding settings of the folder's first run (planner.pinned_knobs)
+
+
+def pinned_plan(store: Store, spec: SweepSpec) -> dict | None:
+    """The settings a folder's first run was planned with: its stored plan, or for a folder that ran
+    before plans were stored, the spec's own settings (which it ran with); None for a fresh folder."""
+    stored = store.meta().get(PLAN)
+    if stored:
+        return json.loads(stored)
+    return planner.pinned_knobs(Knobs.of_spec(spec)) if store.finished_runs() else None
+
+
 def law_chains(spec: SweepSpec, units: list[Unit], part: tuple[int, int]) -> dict[str, list[Unit]]:
     """With `search.law_axis`: unit id -> the units of the same seed and the same values of the other
     grid axes at smaller values of the law axis (their answers seed its bracket, so it waits for them)."""
@@ -834,6 +787,11 @@ def execute(
     for skipped in spec.skipped:
         progress.note(f"skipped impossible point: {skipped}")
     sweep = Sweep(spec, out_dir, store, progress, devices, lease, part, memory_cap, hard_exit)
+    if PLAN not in store.meta():
+        store.set_meta({PLAN: json.dumps(planner.pinned_knobs(sweep.plan.knobs))})
+    if sweep.target.platform != "cpu":
+        for line in sweep.plan.describe():
+            progress.note(line.strip())
     if prior:
         sweep.remember(*prior)
     if found := already_done(sweep).resume_line():

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import jax
 
+from jaxmem.plan.target import Target
+
 CAP_ENV = "JAXMEM_MEMORY_CAP"
 DEFAULT_CAP = 0.8
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
@@ -55,9 +57,16 @@ def device_memory(device) -> int:
     return int(stats.get("bytes_limit") or host_memory())
 
 
-def budget(device, cap: float | int) -> int:
-    """The bytes a program may use per device under `cap` (a fraction of the device's memory, or bytes)."""
-    return int(cap * device_memory(device)) if isinstance(cap, float) else int(cap)
+def budget(memory_bytes: int, cap: float | int) -> int:
+    """The bytes a program may use per device of `memory_bytes` under `cap` (a fraction of the device's
+    memory, or bytes)."""
+    return int(cap * memory_bytes) if isinstance(cap, float) else int(cap)
+
+
+def target_of(devices) -> Target:
+    """The planner's view of `devices` (one kind): platform, count, kind and memory per device."""
+    first = devices[0]
+    return Target(first.platform, len(devices), first.device_kind, device_memory(first))
 
 
 def peak_bytes(compiled) -> int:

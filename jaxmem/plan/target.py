@@ -4,6 +4,7 @@ that the planner's decisions for an accelerator can be shown, and tested, on a C
 from __future__ import annotations
 
 import dataclasses
+import re
 
 GIB = 2**30
 
@@ -28,7 +29,10 @@ NAMED["gpu"], NAMED["tpu"] = NAMED["h100"], NAMED["tpu-v5e"]
 
 
 def named(name: str, count: int = 1) -> Target:
-    """A named device kind (NAMED), `count` of them."""
-    if name not in NAMED:
-        raise ValueError(f"unknown device kind {name!r} to plan for; known: {', '.join(sorted(NAMED))}")
-    return dataclasses.replace(NAMED[name], count=count)
+    """A named device kind (NAMED), `count` of them; the name may say the count itself: "h100x8"."""
+    kind, times = re.fullmatch(r"(.+?)(?:x(\d+))?", name.lower()).groups()
+    if kind not in NAMED or (times and int(times) < 1):
+        raise ValueError(
+            f"unknown device kind {name!r} to plan for; known: {', '.join(sorted(NAMED))} (KIND or KINDxCOUNT)"
+        )
+    return dataclasses.replace(NAMED[kind], count=int(times) if times else count)
