@@ -19,6 +19,7 @@ from jaxmem.persistence.store import load_results
 from jaxmem.plan.buckets import bucket_of, padder, static_shape, traced_values
 from jaxmem.plan.runs import make_run, run_key
 from jaxmem.report import write_report
+from jaxmem.report.final_eval import split_untrained, untrained_section
 from jaxmem.spec.sweep import stored_report_spec
 
 LINEAR = {"model": "linear", "d": 8, "N": 30}
@@ -126,7 +127,7 @@ def test_report_shows_the_untrained_model_beside_the_trained_one(trained_sweep):
     assert "| max accuracy | untrained accuracy | final accuracy |" in grid
     assert "### Untrained model" in text and "reach the threshold without training" in text
     baseline = text.split("### Untrained baseline", 1)[1]
-    assert "trained / untrained" in baseline and "| loss |" in baseline
+    assert "trained / untrained" in baseline and "| setting | loss |" in baseline
     assert "untrained x* median" in text
     assert "| loss: untrained → last |" in text
     readoff = pd.read_csv(trained_sweep / "final_eval_readoff.csv")
@@ -145,3 +146,25 @@ def test_metrics_at_capacity_show_the_untrained_judged_metric(tmp_path):
     text = (tmp_path / "report.md").read_text()
     assert "| params | N (mean) | searches | max accuracy | untrained accuracy | final accuracy | final loss |" in text
     assert "| 128 | 50 | 2 | 1.0000 | 0.2500 | 1.0000 | 0.5100 |" in text
+
+
+def test_the_untrained_baseline_of_a_text_axis_and_of_task_properties():
+    """A text test-time axis is read at its last value in sorted order; a metric the parameters do not
+    change (equal trained and untrained everywhere) is named, not tabulated."""
+    frame = pd.DataFrame(
+        {
+            "run_id": ["a"] * 4,
+            "seed": 0,
+            "lr": 1.0,
+            "distractors": ["random", "sink"] * 2,
+            "l_ts": [1, 1, 32, 32],
+            "icl_error": [0.5, 0.6, 0.1, 0.2],
+            "untrained_icl_error": [0.5, 0.7, 0.4, 0.3],
+            "share": [1.0, 0.0, 1.0, 0.0],
+            "untrained_share": [1.0, 0.0, 1.0, 0.0],
+        }
+    )
+    trained, untrained = split_untrained(frame)
+    text = untrained_section(trained, untrained, "distractors", ["icl_error", "share"], ["l_ts"])
+    assert "at the largest distractors (sink)" in text and "a property of the test tasks: share." in text
+    assert "| l_ts=1 | 0.600 / 0.700 |" in text and "| l_ts=32 | 0.200 / 0.300 |" in text

@@ -220,27 +220,36 @@ def final_eval_sections(
 
 def untrained_section(trained: pd.DataFrame, untrained: pd.DataFrame, x: str, metrics: list[str], by: list[str]) -> str:
     """Each of `metrics` at the largest x per setting (values of `by`): the trained runs' median against
-    the same runs untrained (split_untrained); a metric equal for both at every point (a property of the
-    test tasks, not of the model) is left out."""
+    the same runs untrained (split_untrained), one row per metric or, with fewer metrics than settings,
+    per setting; a metric equal for both at every point (a property of the test tasks, not of the model)
+    is left out."""
     learned = [m for m in metrics if m in untrained and not equal_columns(trained[m], untrained[m])]
     left_out = [m for m in metrics if m in untrained and m not in learned]
-    values = pd.to_numeric(trained[x], errors="coerce")
-    end = values == values.max()
-    pairs = list(zip(setting_groups(trained[end], by), setting_groups(untrained[end], by)))
-    headers = ["metric"] + [setting_label(by, key) for (key, _), _ in pairs]
-    rows = [
-        [m] + [f"{number(t[m].median(), 3)} / {number(u[m].median(), 3)}" for (_, t), (_, u) in pairs] for m in learned
-    ]
+    largest = sorted(trained[x].dropna().unique())[-1]  # numbers by value, text in sorted order
+    end = trained[x] == largest
+    groups = zip(setting_groups(trained[end], by), setting_groups(untrained[end], by))
+    pairs = [(key, t, u) for (key, t), (_, u) in groups]
+    if len(learned) <= len(pairs):
+        headers = ["setting"] + learned
+        rows = [[setting_label(by, key)] + [medians(t, u, m) for m in learned] for key, t, u in pairs]
+    else:
+        headers = ["metric"] + [setting_label(by, key) for key, _, _ in pairs]
+        rows = [[m] + [medians(t, u, m) for _, t, u in pairs] for m in learned]
     lines = [
         "### Untrained baseline",
         "",
-        f"Median over runs at the largest {x} ({number(values.max())}), trained / untrained: the same runs' "
+        f"Median over runs at the largest {x} ({number(largest)}), trained / untrained: the same runs' "
         f"parameters at initialisation evaluated at the same points (dashed in final_eval.png; every point: the "
         f"{UNTRAINED}<metric> columns of final_eval.csv).",
     ]
     if left_out:
         lines.append(f"Equal at every point, a property of the test tasks: {', '.join(left_out)}.")
     return "\n".join(lines + (["", markdown_table(headers, rows)] if learned else []))
+
+
+def medians(trained: pd.DataFrame, untrained: pd.DataFrame, metric: str) -> str:
+    """ "trained / untrained": the metric's median over the rows of each."""
+    return f"{number(trained[metric].median(), 3)} / {number(untrained[metric].median(), 3)}"
 
 
 def equal_columns(a: pd.Series, b: pd.Series) -> bool:
