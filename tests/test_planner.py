@@ -88,3 +88,13 @@ def test_a_run_stores_its_plan_and_a_rerun_keeps_it(tmp_path):
         assert json.loads(store.meta()[PLAN]) == pinned_knobs(Knobs.of_spec(spec)) == pinned_plan(store, spec)
     finally:
         store.close()
+
+
+def test_a_bucket_whose_dense_logits_would_not_fit_gets_the_blocked_loss():
+    from jaxmem.plan.layout import Layout
+
+    spec, exp = protocol_grid("mlp")
+    knobs, config = Knobs.of_spec(spec), {**spec.points[-1], "N": 512}
+    roomy = Layout(spec, exp, knobs, "gpu", 1, budget_bytes=2**30).bucket_for(config)
+    tight = Layout(spec, exp, knobs, "gpu", 1, budget_bytes=2**20).bucket_for(config)  # 512² logits: 2 MiB
+    assert roomy.shape_dict["loss_block"] == 0 and 0 < tight.shape_dict["loss_block"] < tight.shape_dict["M"]

@@ -180,7 +180,7 @@ class Sweep:
         self.watch = Watch(lambda message: self.progress.note(message), hard_exit)
         self.busy: BucketRunner | None = None  # the runner whose segment the driver waits for
         self.plan = planner.plan(spec, self.exp, self.target, pinned_plan(store, spec))
-        self.layout = Layout(spec, self.exp, self.plan.knobs, self.target.platform, self.target.count)
+        self.layout = Layout(spec, self.exp, self.plan.knobs, self.target.platform, self.target.count, self.budget)
         self.search = self.layout.search  # the spec's search with the plan's probes per round
         self.final_points = final_eval_points(spec.final_eval)
         self.earlier = law_chains(spec, self.mine, part)

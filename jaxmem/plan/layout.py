@@ -11,6 +11,7 @@ import math
 from jaxmem.experiments.interface import Experiment
 from jaxmem.plan.buckets import Bucket, bucket_of, padded_config, padder
 from jaxmem.plan.costs import padding_pays, slots_per_device
+from jaxmem.plan.loss_blocks import choose_loss_block
 from jaxmem.spec.expr import evaluate
 from jaxmem.spec.sweep import SweepSpec
 
@@ -47,11 +48,19 @@ class Knobs:
         return frozenset(engine | ({"probes"} if "probes" in (spec.resolved.get("search") or {}) else set()))
 
 
-class Layout:
-    """Buckets and slots of a sweep's runs on `devices` devices of `platform` under `knobs`."""
+LOSS_SHARE = 0.25  # one run's loss temporaries may take this share of a device's memory budget, else blocked
 
-    def __init__(self, spec: SweepSpec, exp: Experiment, knobs: Knobs, platform: str, devices: int):
+
+class Layout:
+    """Buckets and slots of a sweep's runs on `devices` devices of `platform` under `knobs`, with
+    `budget_bytes` of memory per device (where an experiment states its loss temporaries, a run whose
+    dense logits would take more than LOSS_SHARE of it gets the blocked loss: plan.loss_blocks)."""
+
+    def __init__(
+        self, spec: SweepSpec, exp: Experiment, knobs: Knobs, platform: str, devices: int, budget_bytes: float
+    ):
         self.spec, self.exp, self.knobs, self.platform, self.devices = spec, exp, knobs, platform, devices
+        self.loss_budget = LOSS_SHARE * budget_bytes
         self.search = dataclasses.replace(spec.search, probes=knobs.probes) if spec.search else None
         variable = (spec.search.variable,) if spec.search else ()
         self.pad = padder(knobs.pad_ratio, knobs.search_pad_ratio, variable)
@@ -95,13 +104,18 @@ class Layout:
         config.update((name, max(config[name], floor)) for name, floor in self.size_floors.items())
         search = self.search
         if search is None or self.exp.fields[search.variable].kind != "size":  # a traced variable: no padding
-            return bucket_of(self.exp, config, self.pad, self.derived_floors)
+            return self._bucket(config, self.pad)
         if exact_variable:
-            pad = padder(self.knobs.pad_ratio, 1.0, (search.variable,))
-            return bucket_of(self.exp, config, pad, self.derived_floors)
+            return self._bucket(config, padder(self.knobs.pad_ratio, 1.0, (search.variable,)))
         floor = math.ceil(self.knobs.search_pad_floor * evaluate(search.hi, config))
         config[search.variable] = max(config[search.variable], floor)
-        return bucket_of(self.exp, config, self.pad, self.derived_floors)
+        return self._bucket(config, self.pad)
+
+    def _bucket(self, config: dict, pad) -> Bucket:
+        """The bucket of `config` under `pad`, with the blocked loss where its dense logits do not fit."""
+        bucket = bucket_of(self.exp, config, pad, self.derived_floors)
+        block = choose_loss_block(self.exp, padded_config(self.exp, bucket, config), self.loss_budget, slots=1)
+        return bucket_of(self.exp, {**config, "loss_block": block}, pad, self.derived_floors) if block else bucket
 
     def live_runs(self, bucket: Bucket) -> int:
         """At most how many runs `bucket` holds at once: the units whose runs at the bucket's value of

@@ -31,6 +31,7 @@ PROBE_CHOICES = (1, 2, 3, 5, 7, 11, 15, 23, 31, 47, 63)
 ACCELERATOR_SEGMENT_SECONDS = 20.0  # host syncs cost an accelerator a step's latency each: fewer of them
 PINNED = ("pad_ratio", "search_pad_ratio", "search_pad_floor", "pad_to_max", "probes")  # what results depend on
 THRESHOLDS = 12  # answers tried (geometrically over a bracket) when counting a search's rounds
+MEMORY_SHARE = 0.8  # of a device's memory, what the estimates assume a program may use (--memory-cap's default)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,7 +119,7 @@ def estimate(spec: SweepSpec, exp: Experiment, knobs: Knobs, target: Target) -> 
     """What the searches (or the grid) would cost under `knobs`: the first round's programs and device
     time (every run to its step budget, waves where a bucket holds fewer slots than runs), and the
     rounds of the longest search."""
-    layout = Layout(spec, exp, knobs, target.platform, target.count)
+    layout = Layout(spec, exp, knobs, target.platform, target.count, MEMORY_SHARE * target.memory_bytes)
     runs_per_config = len(spec.seeds) * len(spec.train.learning_rates)
     buckets: dict = {}
     rounds = 1
