@@ -111,6 +111,7 @@ def settings_of(spec: SweepSpec) -> Settings:
         give_up=train.give_up,
         eval_steps=log_schedule(train.steps, train.eval_points) if train.eval_schedule == "log" else (),
         final_eval=final_eval_values(spec),
+        matmul_precision=spec.engine.matmul_precision,
     )
 
 

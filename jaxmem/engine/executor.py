@@ -29,6 +29,7 @@ from jaxmem.engine.program import (
     final_eval_points,
     make_final_eval,
     make_segment,
+    matmul_precision,
     sharded_segment,
 )
 
@@ -108,12 +109,14 @@ def compile_program(exp: Experiment, bucket: Bucket, settings: Settings, slots: 
     args = (jax.tree.map(on_mesh, dyn), on_mesh(ints), on_mesh(ints), *[on_mesh(flags)] * 3, scalar, scalar)
     segment, _ = make_segment(exp, bucket.shape_dict, settings, axis="runs")
     program = sharded_segment(segment, mesh, "runs", settings)
-    compiled = jax.jit(program, donate_argnums=0).lower(state, *args).compile()
+    with matmul_precision(settings, mesh.devices.flat[0].platform):
+        compiled = jax.jit(program, donate_argnums=0).lower(state, *args).compile()
     final, points = None, None
     if settings.final_eval:
         rows = final_eval_points(settings.final_eval)
         points = {k: np.asarray([r[k] for r in rows], dyn[k].dtype) for k in rows[0]}
-        final = jax.jit(make_final_eval(exp, bucket.shape_dict)).lower(state, args[0], points).compile()
+        with matmul_precision(settings, mesh.devices.flat[0].platform):
+            final = jax.jit(make_final_eval(exp, bucket.shape_dict)).lower(state, args[0], points).compile()
     seconds = time.perf_counter() - start
     return Program(compiled, state, mesh, slots, seconds, peak_bytes(compiled), final, points)
 

@@ -60,6 +60,7 @@ class Settings(NamedTuple):
     eval_steps: tuple[int, ...] = ()  # a log schedule: the steps evaluated after step 0, ending at `steps`;
     # empty: every `eval_every` steps
     final_eval: tuple[tuple[str, tuple], ...] = ()  # test-time axes: (field, traced values), see `make_final_eval`
+    matmul_precision: str = "highest"  # f32 matmuls: "highest", "tf32" or "bf16" (see `matmul_precision`)
 
     def toward(self, value):
         """`value` on the scale where higher is better (the metric, or its negative); an involution."""
@@ -75,6 +76,26 @@ def stops(settings: Settings, best: jax.Array, metrics: dict) -> jax.Array:
     if settings.stop_metric in ("", settings.metric):
         return best >= threshold
     return settings.toward(metrics[settings.stop_metric]) >= threshold
+
+
+# engine.matmul_precision as JAX's default_matmul_precision, per platform: explicit dot algorithms where the
+# platform has them (a CPU computes f32 dots in f32 whatever it is told, and refuses a TF32 algorithm).
+JAX_MATMUL_PRECISION = {
+    "highest": {},
+    "tf32": {"gpu": "TF32_TF32_F32", "tpu": "tensorfloat32"},
+    "bf16": {"gpu": "BF16_BF16_F32", "tpu": "BF16_BF16_F32", "cpu": "BF16_BF16_F32"},
+}
+
+
+def jax_matmul_precision(name: str, platform: str) -> str:
+    """JAX's name of the sweep's matmul precision on `platform` ("highest" where it has no other)."""
+    return JAX_MATMUL_PRECISION[name].get(platform, "highest")
+
+
+def matmul_precision(settings: Settings, platform: str):
+    """The context in which a bucket's programs are traced: f32 matmuls at the sweep's precision (JAX's
+    `default_matmul_precision`; thread-local, so it must wrap the tracing itself)."""
+    return jax.default_matmul_precision(jax_matmul_precision(settings.matmul_precision, platform))
 
 
 def tree_where(mask: jax.Array, new, old):

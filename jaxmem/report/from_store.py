@@ -21,7 +21,7 @@ from jaxmem.report.success import with_rule_defaults
 from jaxmem.report.text import number
 from jaxmem.report.trajectory.data import planned_runs
 from jaxmem.report.writer import write_report
-from jaxmem.spec.sweep import SpecError, SweepSpec, TrainSpec, parse, stored_report_spec
+from jaxmem.spec.sweep import EngineSpec, SpecError, SweepSpec, TrainSpec, parse, stored_report_spec
 
 META_KEYS = ("spec", "preset", "experiment", "device", "jaxmem_version")
 
@@ -37,12 +37,14 @@ def stored_sweep(resolved: dict, folder: str = "") -> SweepSpec | None:
 
 
 def meta_view(meta: dict, train: dict, compiles: pd.DataFrame) -> dict:
-    """The sweep's metadata as report.md lists it: spec, experiment, device, wall and compile time, and
-    the solver's settings for a gradient-flow sweep."""
+    """The sweep's metadata as report.md lists it: spec, experiment, device, wall and compile time, the
+    matmul precision, and the solver's settings for a gradient-flow sweep."""
     view = {k: meta[k] for k in META_KEYS if k in meta}
     view["wall_time_s"] = float(meta.get("elapsed_s", 0.0))
     view["compiles"] = len(compiles)
     view["compile_time_s"] = round(float(compiles["seconds"].sum()), 2) if len(compiles) else 0.0
+    engine = json.loads(meta.get("resolved_spec", "{}")).get("engine", {})
+    view["matmul_precision"] = engine.get("matmul_precision", EngineSpec.matmul_precision)
     if train.get("integrator") == "gradient_flow":
         rtol, atol = train.get("rtol", TrainSpec.rtol), train.get("atol", TrainSpec.atol)
         view["integrator"] = f"gradient flow, diffrax Tsit5, rtol {number(rtol)}, atol {number(atol)}"

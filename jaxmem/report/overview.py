@@ -17,6 +17,7 @@ META_FIELDS = (
     ("preset", "Preset"),
     ("experiment", "Experiment"),
     ("device", "Device"),
+    ("matmul_precision", "Matmul precision"),
     ("jaxmem_version", "jaxmem version"),
     ("wall_time_s", "Total wall time"),
 )

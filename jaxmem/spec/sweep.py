@@ -27,7 +27,7 @@ Layout (every section but `experiment` optional; see sweeps/ for complete exampl
     [search]   variable, lo, hi (expressions), threshold (legacy, in (0, 1]: use [success]), resolution,
                probes, mode ("verified"|"paper"), goal ("largest" value that succeeds: a capacity |
                "smallest": an onset threshold)
-    [engine]   pad_ratio, search_pad_ratio, search_pad_floor, pad_to_max, max_slots, segment_seconds,
+    [engine]   pad_ratio, search_pad_ratio, search_pad_floor, pad_to_max, max_slots, segment_seconds, matmul_precision,
                record_trajectory, trajectory_per_decade
     [final_eval] l_ts = [4, 8, 16]         # test-time axes: each finished run's final parameters evaluated at
                                             # every point of their product (traced or size fields), no retraining
@@ -90,6 +90,7 @@ class SpecError(ValueError):
 
 EVAL_SCHEDULES = ("linear", "log")
 PRECISIONS = ("float32", "float64")
+MATMUL_PRECISIONS = ("highest", "tf32", "bf16")  # engine.matmul_precision: f32 matmuls in full f32 or faster
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,6 +136,8 @@ class EngineSpec:
     record_trajectory: bool = False  # store every run's metrics at every evaluation (trajectories table)
     trajectory_per_decade: int = 0  # with record_trajectory: keep k log-spaced evaluations per decade; 0 = all
     pad_to_max: tuple[str, ...] = ()  # sizes (fields or derived) padded to their largest value in the sweep
+    matmul_precision: str = "highest"  # f32 matmuls and convolutions: "highest", or faster "tf32" / "bf16" passes
+    # where the accelerator has them (a CPU computes f32 whatever it says); part of the fingerprint unless highest
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,6 +177,8 @@ class SweepSpec:
         engine = {
             k: getattr(self.engine, k) for k in ("pad_ratio", "search_pad_ratio", "search_pad_floor", "pad_to_max")
         }
+        if self.engine.matmul_precision != "highest":  # (so every fingerprint of before the setting stays)
+            engine["matmul_precision"] = self.engine.matmul_precision
         blob = json.dumps({"spec": payload, "engine": engine}, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -595,6 +600,7 @@ def _check_engine(engine: EngineSpec, bad: set, exp: Experiment | None, search: 
         ("max_slots", engine.max_slots >= 0, ">= 0"),
         ("segment_seconds", engine.segment_seconds > 0, "> 0"),
         ("trajectory_per_decade", engine.trajectory_per_decade >= 0, ">= 0"),
+        ("matmul_precision", engine.matmul_precision in MATMUL_PRECISIONS, f"one of {list(MATMUL_PRECISIONS)}"),
     ]
     problems += [
         f"engine.{name}: must be {rule}, got {getattr(engine, name)}"
