@@ -132,10 +132,10 @@ def test_dry_run_prints_chunks_compiles_flops_and_memory(spec):
     assert "first round: 32 runs in 2 buckets" in plan and "compiles: 2 now, at most 2 over the sweep" in plan
     assert "memory budget:" in plan and "host RAM" in plan
     assert plan.count("chunk(s) of 4 slots (4 per device)") == 2
-    assert "FLOPs (at most" in plan and "(the run state; --compile adds temporaries)" in plan
+    assert "FLOPs (at most" in plan and "(the run state and the temporaries the experiment states;" in plan
     assert "first round: 32 runs," in plan and "sized for this machine" in plan  # the totals and the estimate
     compiled = dry_run(spec, memory_cap=int(2.5 * MiB), compile=True)
-    assert compiled.count("(XLA's memory analysis)") == 2
+    assert compiled.count("MiB per device (XLA's memory analysis)") == 2
 
 
 def test_a_run_whose_state_alone_is_over_the_budget_is_refused_before_anything_compiles(tmp_path, capsys):
@@ -152,5 +152,6 @@ def test_a_run_whose_state_alone_is_over_the_budget_is_refused_before_anything_c
     assert "OVER THE MEMORY BUDGET, `jaxmem run` refuses it (exit 6)" in capsys.readouterr().out
     assert main(["run", str(path), "--memory-cap", "1MiB", "--out", str(tmp_path / "out"), "--quiet"]) == 6
     err = capsys.readouterr().err
-    assert "one run's state (parameters, optimizer state, problem) needs 3." in err and "1.0 MiB" in err
+    assert "one run's state (parameters, optimizer state, problem) and stated temporaries need 3." in err
+    assert "1.0 MiB" in err
     assert jaxmem.load_results(tmp_path / "out", "compiles").empty

@@ -98,3 +98,24 @@ def test_a_bucket_whose_dense_logits_would_not_fit_gets_the_blocked_loss():
     roomy = Layout(spec, exp, knobs, "gpu", 1, budget_bytes=2**30).bucket_for(config)
     tight = Layout(spec, exp, knobs, "gpu", 1, budget_bytes=2**20).bucket_for(config)  # 512² logits: 2 MiB
     assert roomy.shape_dict["loss_block"] == 0 and 0 < tight.shape_dict["loss_block"] < tight.shape_dict["M"]
+
+
+def test_estimates_use_the_measured_throughput_of_the_device_kind():
+    from jaxmem.plan.throughput import rate
+
+    measured = {
+        "cpu (2 cores)": {
+            "date": "d",
+            "families": {
+                "assoc_memory": [
+                    {"flops_per_run_step": 1e6, "flops_per_second": 1e9, "step_seconds": 1e-3, "slots": 16},
+                    {"flops_per_run_step": 1e8, "flops_per_second": 3e10, "step_seconds": 5e-2, "slots": 16},
+                ]
+            },
+        }
+    }
+    two_cores = Target("cpu", 1, "cpu", 2**30, cores=2)
+    assert rate(two_cores, "assoc_memory", 2e6, measured).flops_per_second == 1e9  # the nearest size class
+    assert rate(two_cores, "assoc_memory", 5e7, measured).flops_per_second == 3e10
+    assert rate(two_cores, "ntp_linear", 1e6, measured).source.startswith("measured")  # another family's rows
+    assert rate(Target("cpu", 1, "cpu", 2**30, cores=8), "assoc_memory", 1e6, measured).source.startswith("stated")

@@ -1,26 +1,20 @@
 """What a sweep will cost, for `jaxmem run --dry-run`: the most probes a threshold search can make, and
-the time a number of FLOPs and compiles takes at a stated throughput per device kind."""
+the time a number of FLOPs and compiles takes at a device kind's measured (else stated) throughput."""
 
 from __future__ import annotations
 
-import os
 from typing import Callable
 
 from jaxmem.plan import search as searching
-from jaxmem.plan.costs import COMPILE_SECONDS, FLOPS_PER_SECOND  # stated per device kind (see there)
+from jaxmem.plan.costs import COMPILE_SECONDS  # stated per device kind (see there)
 
 SIZED_HOURS = 2.0  # a preset estimated to take longer is not sized for this machine
 THRESHOLDS = 48  # success thresholds tried when bounding a search's probes
 
 
-def throughput(platform: str, devices: int) -> float:
-    """Stated FLOP/s of `devices` devices of a kind (a CPU device's scales with the cores it has)."""
-    per_device = FLOPS_PER_SECOND.get(platform, FLOPS_PER_SECOND["gpu"])
-    return per_device * (len(os.sched_getaffinity(0)) if platform == "cpu" else 1) * devices
-
-
-def seconds(flops: float, compiles: int, platform: str, devices: int) -> float:
-    return flops / throughput(platform, devices) + compiles * COMPILE_SECONDS.get(platform, 15.0)
+def seconds(flops: float, compiles: int, flops_per_second: float, platform: str) -> float:
+    """Seconds of `flops` at `flops_per_second` (every device together) and `compiles` compiles."""
+    return flops / flops_per_second + compiles * COMPILE_SECONDS.get(platform, 15.0)
 
 
 def duration(secs: float) -> str:

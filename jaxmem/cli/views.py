@@ -18,7 +18,9 @@ from jaxmem.experiments.interface import REQUIRED
 from jaxmem.spec.expr import evaluate
 from jaxmem.spec.tables import suggest
 from jaxmem.plan.buckets import ladder, padded_config, padding_waste
+from jaxmem.plan import throughput
 from jaxmem.plan.target import Target
+from jaxmem.plan.throughput import Rate
 from jaxmem.driver.progress import Progress
 from jaxmem.spec.sweep import SpecError, SweepSpec, is_file, parse, read_toml
 from jaxmem.persistence.store import FILENAME, Store, StoreError, load_results
@@ -137,7 +139,10 @@ def _plan(spec: SweepSpec, memory_cap: float | int, compile: bool, out: Path | N
                 used = f"{used_bytes / 2**20:.2f} MiB per device (XLA's memory analysis)"
             else:
                 slots, used_bytes = sweep.fitting_state(bucket, runs[0], slots)
-                used = f">= {used_bytes / 2**20:.2f} MiB per device (the run state; --compile adds temporaries)"
+                used = (
+                    f">= {used_bytes / 2**20:.2f} MiB per device (the run state and the temporaries the experiment "
+                    "states; --compile: XLA's memory analysis)"
+                )
         except device_memory.OutOfMemory as err:
             lines.append(f"  OVER THE MEMORY BUDGET, `jaxmem run` refuses it (exit 6): {err}")
             over += 1
@@ -171,19 +176,20 @@ def _totals(sweep, groups: dict, peak: int, over: int) -> list[str]:
     at the stated throughput; whether the sweep suits this machine."""
     platform, n = sweep.target.platform, sweep.target.count
     first = sum(_run_flops(sweep, r) for r in sweep.pending.values())
-    rate = estimate.throughput(platform, n)
+    measured = _rate(sweep, groups)
+    rate = measured.flops_per_second * n
     lines = [
-        "totals (FLOPs at most: padded sizes, every run to its step budget; early stops use fewer), timed at a "
-        f"stated {rate:.3g} FLOP/s for {n} {platform} device(s) and {estimate.COMPILE_SECONDS.get(platform, 15.0):g} s "
-        "per compile (jaxmem/plan/costs.py):",
+        "totals (FLOPs at most: padded sizes, every run to its step budget; early stops use fewer), timed at "
+        f"{rate:.3g} FLOP/s for {n} {platform} device(s), {measured.source}, and "
+        f"{estimate.COMPILE_SECONDS.get(platform, 15.0):g} s per compile (jaxmem/plan/costs.py):",
         f"  first round: {len(sweep.pending)} runs, {first:.2e} FLOPs, {len(groups)} compiles: "
-        f"{estimate.duration(estimate.seconds(first, len(groups), platform, n))}",
+        f"{estimate.duration(estimate.seconds(first, len(groups), rate, platform))}",
     ]
-    secs = estimate.seconds(first, len(groups), platform, n)
+    secs = estimate.seconds(first, len(groups), rate, platform)
     if sweep.spec.search is not None:
         runs, flops = _search_bound(sweep)
         bound = _compile_bound(sweep)
-        secs = estimate.seconds(flops, bound if isinstance(bound, int) else len(groups), platform, n)
+        secs = estimate.seconds(flops, bound if isinstance(bound, int) else len(groups), rate, platform)
         lines.append(
             f"  whole sweep, if no search expands its bracket: at most {runs} runs, {flops:.2e} FLOPs, {bound} "
             f"compiles: {estimate.duration(secs)}"
@@ -193,6 +199,13 @@ def _totals(sweep, groups: dict, peak: int, over: int) -> list[str]:
         "  " + estimate.sized_line(secs, over, platform),
     ]
     return lines
+
+
+def _rate(sweep, groups: dict) -> Rate:
+    """The device's throughput (jaxmem.plan.throughput) for the sweep's family at the size of its
+    first round's costliest program."""
+    sizes = [_padded_flops(sweep, bucket, sweep.exp.complete(runs[0].config)) for bucket, runs in groups.items()]
+    return throughput.rate(sweep.target, sweep.exp.name, max(sizes, default=math.nan))
 
 
 def _search_bound(sweep) -> tuple[int, float]:

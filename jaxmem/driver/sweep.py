@@ -41,7 +41,7 @@ from jaxmem.spec.expr import evaluate
 from jaxmem.persistence.lock import OutputLock
 from jaxmem.plan.runs import Run, make_run, point_id
 from jaxmem.plan import planner
-from jaxmem.plan.buckets import Bucket
+from jaxmem.plan.buckets import Bucket, padded_config
 from jaxmem.plan.layout import Knobs, Layout
 from jaxmem.plan.target import Target
 from jaxmem.driver.progress import Progress
@@ -373,19 +373,23 @@ class Sweep:
         return runner
 
     def fitting_state(self, bucket: Bucket, template: Run, slots: int) -> tuple[int, int]:
-        """(slots, bytes per device of their run state): `slots`, or fewer (powers of two per device) while
-        the run state alone, known before compiling, is over the memory budget. OutOfMemory (exit 6,
-        before anything is allocated) when one run's state per device is over it."""
-        n = len(self.devices)
+        """(slots, bytes per device of their run state and stated temporaries): `slots`, or fewer (powers
+        of two per device) while what is known before compiling (the run state, and the temporaries the
+        experiment states, `Costs.temp_bytes`) is over the memory budget. OutOfMemory (exit 6, before
+        anything is allocated) when one run's per device is over it."""
+        n = self.target.count
+        temporaries = self.exp.cost("temp_bytes", padded_config(self.exp, bucket, template.config))
+        per_run = temporaries if math.isfinite(temporaries) else 0
         state = nbytes(abstract_state(self.exp, bucket, self.settings, slots // n, template))
-        one_run = state // (slots // n)
+        one_run = state // (slots // n) + per_run
         if one_run > self.budget:
             raise device_memory.OutOfMemory(
                 f"bucket {bucket.id} ({bucket.label()}) does not fit in device memory: one run's state (parameters, "
-                f"optimizer state, problem) needs {one_run / 2**20:,.1f} MiB per device, over the memory budget of "
-                f"{self.budget / 2**20:,.1f} MiB (--memory-cap); make it smaller or give it a larger device"
+                f"optimizer state, problem) and stated temporaries need {one_run / 2**20:,.1f} MiB per device, over "
+                f"the memory budget of {self.budget / 2**20:,.1f} MiB (--memory-cap); make it smaller or give it a "
+                "larger device"
             )
-        fitting = device_memory.fitting_slots(slots // n, state, self.budget)
+        fitting = device_memory.fitting_slots(slots // n, state + per_run * (slots // n), self.budget)
         return fitting * n, one_run * fitting
 
     def compile_bucket(

@@ -66,7 +66,8 @@ def budget(memory_bytes: int, cap: float | int) -> int:
 def target_of(devices) -> Target:
     """The planner's view of `devices` (one kind): platform, count, kind and memory per device."""
     first = devices[0]
-    return Target(first.platform, len(devices), first.device_kind, device_memory(first))
+    cores = len(os.sched_getaffinity(0)) if first.platform == "cpu" else 1
+    return Target(first.platform, len(devices), first.device_kind, device_memory(first), cores)
 
 
 def peak_bytes(compiled) -> int:

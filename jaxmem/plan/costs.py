@@ -29,13 +29,6 @@ COMPILE_FLOPS = {"cpu": 5e10, "gpu": 3e14, "tpu": 3e14}
 ACCELERATORS = ("gpu", "tpu")
 
 
-def step_seconds(platform: str, slots: int, flops_per_run: float) -> float:
-    """Seconds of one program step of `slots` runs (per device) of `flops_per_run` FLOPs each: the
-    device's step floor, or its arithmetic once that is longer."""
-    work = slots * (flops_per_run if math.isfinite(flops_per_run) else 0.0)
-    return max(STEP_SECONDS.get(platform, 1e-3), work / FLOPS_PER_SECOND.get(platform, 2e13))
-
-
 def slots_per_device(padded_flops: float, live_runs: int, platform: str, max_slots: int = 0) -> int:
     """Slots per device for a bucket: the runs it can hold at once (`live_runs`), in as few equal
     waves as fill a device (its FLOP target, or `max_slots`) — one live run, one slot.

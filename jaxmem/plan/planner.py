@@ -21,7 +21,8 @@ import math
 
 from jaxmem.experiments.interface import SIZE, Experiment
 from jaxmem.plan import search as searching
-from jaxmem.plan.costs import ACCELERATORS, COMPILE_SECONDS, step_seconds
+from jaxmem.plan import throughput
+from jaxmem.plan.costs import ACCELERATORS, COMPILE_SECONDS
 from jaxmem.plan.layout import Knobs, Layout
 from jaxmem.plan.target import Target
 from jaxmem.spec.expr import evaluate
@@ -133,8 +134,8 @@ def estimate(spec: SweepSpec, exp: Experiment, knobs: Knobs, target: Target) -> 
             buckets[bucket] = (runs + runs_per_config, config)
     seconds = 0.0
     for bucket, (runs, config) in buckets.items():
-        slots = layout.slots_for(bucket, config)
-        per_step = step_seconds(target.platform, slots // target.count, layout.padded_flops(bucket, config))
+        slots, flops = layout.slots_for(bucket, config), layout.padded_flops(bucket, config)
+        per_step = throughput.rate(target, exp.name, flops).seconds(slots // target.count, flops)
         seconds += math.ceil(runs / slots) * spec.train.steps * per_step
     compile_s = COMPILE_SECONDS.get(target.platform, 15.0)
     return Estimate(len(buckets), rounds, seconds, len(buckets) * compile_s + rounds * seconds)

@@ -15,9 +15,11 @@ class Target:
     count: int  # devices the runs are sharded over
     kind: str  # the device kind, as JAX names it
     memory_bytes: int  # per device: the allocator's limit on an accelerator, the host's RAM on a CPU
+    cores: int = 1  # a CPU device's cores (its throughput scales with them)
 
     def describe(self) -> str:
-        return f"{self.count} {self.platform} device(s) ({self.kind}, {self.memory_bytes / GIB:.0f} GiB each)"
+        cores = f", {self.cores} cores" if self.platform == "cpu" else ""
+        return f"{self.count} {self.platform} device(s) ({self.kind}{cores}, {self.memory_bytes / GIB:.0f} GiB each)"
 
 
 NAMED = {  # --plan-for: the accelerators jaxmem is measured on (memory: what JAX's allocator may use)
