@@ -514,14 +514,20 @@ def markdown(records: list[dict]) -> str:
     ]
     lines += md_table(["", ""], [[k, v] for k, v in about(meta, device, records).items()])
     lines += ["## Cases", ""]
-    rows = [[r["case"], r["status"], fmt_seconds(r), r.get("timeout_s", "—"), r.get("status_detail", "")]
+    rows = [[r["case"], ran_on(r), r["status"], fmt_seconds(r), r.get("timeout_s", "—"), r.get("status_detail", "")]
             for r in records[1:]]
-    lines += md_table(["case", "status", "wall s:", "timeout s:", "note"], rows)
+    lines += md_table(["case", "ran on", "status", "wall s:", "timeout s:", "note"], rows)
     lines += peaks_section(peaks)
     lines += saturation_section(records, cases, peaks)
     lines += grids_section(meta, cases)
     lines += acceptance_section(meta, cases, peaks)
     return "\n".join(lines) + "\n"
+
+
+def ran_on(record: dict) -> str:
+    """The platform the case's own process computed on (a child forced onto the CPU shows here)."""
+    device = (record.get("result") or {}).get("device")
+    return f"{device['platform']} ({device['kind']})" if device else "—"
 
 
 def about(meta: dict, device: dict | None, records: list[dict]) -> dict:

@@ -123,6 +123,7 @@ def test_report_names_the_device_and_every_verdict():
     assert "> 190 s (timed out); the protocol, one seed: 76.0 s (target ≤ 0.33×): **FAIL**." in text
     assert "logits bytes/s 12.0% at 256 slots of the copy bandwidth (target ≥ 30%): **FAIL**." in text
     assert "| 11 / 1 |" in text  # the planner's probes per round and programs in the jaxmem row
+    assert "| peaks | gpu (NVIDIA H200) | ok | 9.0 | 60 |  |" in text  # each case's own device
     assert "| 256 | 9.0 |" in text and "| 12.0% |" in text  # the saturation row: slots, compile s, % copy
 
 
