@@ -332,6 +332,7 @@ def main() -> None:
         Path(args.out).write_text(markdown(results, raw["machine"], raw["give_up"]))
         return
     results, about = {}, {**machine(), "pinned to core": args.core}
+    about["device"] = f"cpu (every case runs with JAX_PLATFORMS=cpu; the parent sees {about['device']})"
     for grid in args.grids.split(","):
         for case in args.cases.split(","):
             print(f"[bench {time.strftime('%H:%M:%S')}] {case} on {grid} ...", file=sys.stderr, flush=True)
