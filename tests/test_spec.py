@@ -242,13 +242,29 @@ def test_non_numeric_axis_arguments_are_spec_errors(axis):
         pytest.param(
             with_(base(), "train.steps", "many"), ["train.steps: unknown name 'many' in expression"], id="steps-str"
         ),
-        pytest.param(with_(base(), "train.steps", 64.0), ["train.steps: expected an integer"], id="steps-float"),
-        pytest.param(with_(base(), "train.learning_rates", ["fast"]), ["train.learning_rates: expected"], id="lr-str"),
-        pytest.param(with_(base(), "train.learning_rates", []), ["train.learning_rates: expected"], id="lr-empty"),
-        pytest.param(with_(base(), "train.early_stop", True), ["train.early_stop: expected"], id="early-stop-bool"),
+        pytest.param(
+            with_(base(), "train.steps", 64.0),
+            ["train.steps: must be an integer or an expression string, got 64.0"],
+            id="steps-float",
+        ),
+        pytest.param(
+            with_(base(), "train.learning_rates", ["fast"]),
+            ["train.learning_rates: must be a number or a non-empty"],
+            id="lr-str",
+        ),
+        pytest.param(
+            with_(base(), "train.learning_rates", []),
+            ["train.learning_rates: must be a number or a non-empty"],
+            id="lr-empty",
+        ),
+        pytest.param(
+            with_(base(), "train.early_stop", True),
+            ["train.early_stop: must be a number (or false for none), got True"],
+            id="early-stop-bool",
+        ),
         pytest.param(
             with_(base(), "engine.record_trajectory", 1),
-            ["engine.record_trajectory: expected true or false"],
+            ["engine.record_trajectory: must be true or false, got 1"],
             id="bool-as-int",
         ),
         pytest.param(with_(base(), "train", 5), ["train: must be a table"], id="train-not-table"),
@@ -294,7 +310,7 @@ def test_non_numeric_axis_arguments_are_spec_errors(axis):
         ),
         pytest.param(
             with_(base(), "search.mode", "fast"),
-            ["search.mode: must be 'verified' or 'paper', got 'fast'"],
+            ["search.mode: must be one of ['verified', 'paper'], got 'fast'"],
             id="search-mode",
         ),
         pytest.param(with_(base(), "search.threshold", 1.5), ["search.threshold: must be in (0, 1]"], id="threshold"),
@@ -877,11 +893,15 @@ def test_derived_success_rule_leaves_the_fingerprint_as_it_was():
     assert load(REPO / "tests" / "specs" / "tiny_linear.toml").fingerprint == "da4d9e8fbca248a3"
 
 
-def test_every_section_field_type_is_said_in_words():
-    """Type errors say what to write ("a list of names"), never a Python annotation."""
-    import dataclasses
+def test_every_key_of_every_table_says_what_it_is():
+    """docs/spec.md and the JSON Schema read each key's meaning and kind from the tables: none may lack them."""
+    from jaxmem.spec.document import SweepTables, _tables, kinds
+    from jaxmem.spec.tables import table_keys
 
-    from jaxmem.spec import sweep as S
-
-    for cls in (S.TrainSpec, S.SearchSpec, S.EngineSpec):
-        assert all(f.type in S.IN_WORDS for f in dataclasses.fields(cls)), cls
+    tables = dict(_tables("", SweepTables))
+    assert {"train", "search", "engine", "success", "report", "report.trajectory.crossings[]"} <= set(tables)
+    for path, cls in tables.items():
+        described = kinds(cls)
+        assert set(described) == set(table_keys(cls)), path
+        for name, (kind, meaning) in described.items():
+            assert meaning and kind != "value", f"{path}.{name}"

@@ -15,31 +15,38 @@ relative difference of a pair is |a − b| / max(|a|, |b|), and 0 when both are 
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING, Annotated
 
-from jaxmem.spec.tables import Table, field_names, non_negative, text
+from jaxmem.spec.report_relations import fill
+from jaxmem.spec.tables import CONFIG, Names, NonNegative, Text, key, plain
 
-AGREEMENT_KEYS = ("field", "reference", "metrics", "rtol", "label")
+if TYPE_CHECKING:
+    from jaxmem.spec.report_tables import Checks, Context
+
+
+def _one_value(value):
+    if not isinstance(value, (bool, int, float, str)):
+        raise ValueError()
+    return value
 
 
 @dataclasses.dataclass(frozen=True)
 class Agreement:
-    field: str
-    label: str
-    reference: object = None  # None: the smallest value
-    metrics: tuple[str, ...] = ()  # (): every final metric
-    rtol: float | None = None
+    """Runs that differ only in one config field, paired on the rest: the largest relative differences."""
+
+    __pydantic_config__ = CONFIG
+    field: Annotated[Text, key("the config field whose values are compared")]
+    label: Annotated[Text, key("its name (default: 'runs that differ only in field')")] = ""
+    reference: Annotated[
+        plain(_one_value, bool | int | float | str, "one value of the field") | None,
+        key("the value the others are compared with (default: the smallest)"),
+    ] = None
+    metrics: Annotated[Names, key("final metrics compared (default: every one)")] = ()
+    rtol: Annotated[NonNegative | None, key("PASS when the largest relative difference is at most this")] = None
 
 
-def read_agreement(t: Table, config: frozenset[str] | None, metrics: frozenset[str] | None) -> Agreement | None:
-    """One `[[report.agreement]]` table."""
-    field = t.need("field", text)
-    t.check("field", [field] if field else [], config, "a config field")
-    chosen = t.get("metrics", field_names, ())
-    t.check("metrics", chosen, metrics, "a metric of the experiment")
-    reference = t.data.get("reference")
-    if reference is not None and not isinstance(reference, (bool, int, float, str)):
-        t.problems.append(f"{t.path}.reference: must be one value of {field}, got {reference!r}")
-    if field is None:
-        return None
-    label = t.get("label", text, f"runs that differ only in {field}")
-    return Agreement(field, label, reference, chosen, t.get("rtol", non_negative))
+def check_agreement(agreement: Agreement, context: Context, c: Checks) -> Agreement:
+    """The names of one `[[report.agreement]]` table, and its label."""
+    c.names("field", agreement.field, context.config, "a config field")
+    c.names("metrics", agreement.metrics, context.metrics, "a metric of the experiment")
+    return fill(agreement, label=f"runs that differ only in {agreement.field}")

@@ -36,48 +36,60 @@ needs 3 or more x values with a median, and INCONCLUSIVE says the data cannot de
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from jaxmem.spec.tables import Table, bounds, choice, expect, field_names, formula, names_of, number, text
+from jaxmem.spec.tables import CONFIG, Bounds, Formula, Names, Number, Text, key, names_of, plain
 
-RELATION_KEYS = (
-    "x",
-    "y",
-    "fit",
-    "group_by",
-    "where",
-    "expect_slope",
-    "min_r2",
-    "rank",
-    "min_rank",
-    "monotone",
-    "minimum",
-    "missing",
-)
-RELATION_KEYS += ("label", "x_label", "y_label")
+if TYPE_CHECKING:
+    from jaxmem.spec.report_tables import Checks, Context
+
 RUN_QUANTITIES = frozenset(
     {"max_metric", "final_metric", "final_loss", "steps_run", "steps_to_threshold", "wall_time_s"}
 )
 SEARCH_QUANTITY = "capacity"
 DEFAULT_MIN_RANK = 0.8
+RUN = "a config field, lr or seed"
+
+
+def _kept_values(value) -> tuple[tuple[str, tuple], ...]:
+    """`where`: {field: value or [values]} as ((field, values), ...)."""
+    if not isinstance(value, dict) or not value:
+        raise ValueError()
+    return tuple((str(k), tuple(v) if isinstance(v, list) else (v,)) for k, v in value.items())
+
+
+Where = plain(_kept_values, dict[str, object], "a table of config fields and the values kept")
 
 
 @dataclasses.dataclass(frozen=True)
 class Relation:
-    x: str
-    y: str
-    label: str
-    x_label: str
-    y_label: str
-    fit: str = "linear"
-    group_by: tuple[str, ...] = ()
-    expect_slope: tuple[float, float] | None = None
-    min_r2: float | None = None
-    rank: str | None = None
-    min_rank: float = DEFAULT_MIN_RANK
-    monotone: str | None = None
-    minimum: str | None = None
-    missing: str = "drop"
-    where: tuple[tuple[str, tuple], ...] = ()  # (config field, the values kept)
+    """A per-run quantity (or a search's answer) against an expression of the config: medians per x, a fit,
+    Spearman ρ, monotone and U-shape checks."""
+
+    __pydantic_config__ = CONFIG
+    x: Annotated[Formula, key("an expression of the config, lr, seed and final_<metric>")]
+    y: Annotated[Formula, key("an expression of a run's columns, or of 'capacity' (a search's answer)")]
+    expect_slope: Annotated[Bounds | None, key("[lo, hi]: b's 95 % interval inside PASSes ([0, inf]: b > 0)")] = None
+    min_rank: Annotated[Number, key("and |ρ| at least this", json_schema_extra={"minimum": 0, "maximum": 1})] = (
+        DEFAULT_MIN_RANK
+    )
+    group_by: Annotated[Names, key("one line, fit and rank test per combination")] = ()
+    where: Annotated[Where, key("only the rows with these config values (a value or a list of values)")] = ()
+    fit: Annotated[Literal["linear", "power", "none"], key("y = a + b·x, ln y = a + b·ln x, or none")] = "linear"
+    label: Annotated[Text, key("its name (default: 'y_label against x_label')")] = ""
+    x_label: Annotated[Text, key("axis name (default: x)")] = ""
+    y_label: Annotated[Text, key("axis name (default: y)")] = ""
+    min_r2: Annotated[Number | None, key("and R² at least this, the law told apart from a free exponent")] = None
+    rank: Annotated[Literal["increasing", "decreasing"] | None, key("the sign of Spearman ρ(x, y) over every run")] = (
+        None
+    )
+    monotone: Annotated[
+        Literal["non-increasing", "non-decreasing"] | None, key("the per-x medians move so beyond the seed spread")
+    ] = None
+    minimum: Annotated[Literal["interior"] | None, key("the smallest per-x median lies inside the x range")] = None
+    missing: Annotated[
+        Literal["drop", "high", "low"], key("a run without a value ranks above, below, or is left out")
+    ] = "drop"
 
     @property
     def over_searches(self) -> bool:
@@ -98,53 +110,25 @@ def y_names(run: frozenset[str] | None, metrics: frozenset[str] | None, searched
     return names | {SEARCH_QUANTITY} if searched else names
 
 
-def read_relation(
-    t: Table, run: frozenset[str] | None, metrics: frozenset[str] | None, searched: bool
-) -> Relation | None:
-    """One `[[report.relation]]` table; `run`: a run's config fields, lr and seed (None: unchecked)."""
-    x_allowed, y_allowed = x_names(run, metrics), y_names(run, metrics, searched)
-    x, y = t.need("x", formula), t.need("y", formula)
-    t.check("x", names_of(x), x_allowed, "a config field, lr, seed or final_<metric>")
-    t.check("y", names_of(y), y_allowed, "a config field, lr, seed, final_<metric> or a run quantity")
-    if y is not None and SEARCH_QUANTITY in names_of(y) and names_of(y) & (RUN_QUANTITIES | {"lr"}):
-        t.problems.append(f"{t.path}.y: a search's capacity cannot be mixed with a run's quantities, got {y!r}")
-    expect_slope = t.get("expect_slope", bounds)
-    if expect_slope is not None and expect_slope[0] > expect_slope[1]:
-        t.problems.append(f"{t.path}.expect_slope: lo must not exceed hi, got {list(expect_slope)}")
-    min_rank = t.get("min_rank", number, DEFAULT_MIN_RANK)
-    if not 0 <= min_rank <= 1:
-        t.problems.append(f"{t.path}.min_rank: must lie in [0, 1], got {min_rank}")
-    if x is None or y is None:
-        return None
-    group_by = t.get("group_by", field_names, ())
-    t.check("group_by", group_by, run, "a config field, lr or seed")
-    where = t.get("where", kept_values, ())
-    t.check("where", [name for name, _ in where], run, "a config field, lr or seed")
-    fit = t.get("fit", choice("linear", "power", "none"), "linear")
-    for key in ("expect_slope", "min_r2"):
-        if fit == "none" and key in t.data:
-            t.problems.append(f'{t.path}.{key}: needs a fit, got fit = "none"')
-    x_label, y_label = t.get("x_label", text, x), t.get("y_label", text, y)
-    return Relation(
-        x=x,
-        y=y,
-        label=t.get("label", text, f"{y_label} against {x_label}"),
-        x_label=x_label,
-        y_label=y_label,
-        fit=fit,
-        group_by=group_by,
-        expect_slope=expect_slope,
-        min_r2=t.get("min_r2", number),
-        rank=t.get("rank", choice("increasing", "decreasing")),
-        min_rank=min_rank,
-        monotone=t.get("monotone", choice("non-increasing", "non-decreasing")),
-        minimum=t.get("minimum", choice("interior")),
-        missing=t.get("missing", choice("drop", "high", "low"), "drop"),
-        where=where,
-    )
+def check_relation(relation: Relation, context: Context, c: Checks) -> Relation:
+    """The names of one `[[report.relation]]` table, and its defaults."""
+    run, metrics = context.run, context.metrics
+    c.names("x", names_of(relation.x), x_names(run, metrics), "a config field, lr, seed or final_<metric>")
+    y_allowed = y_names(run, metrics, bool(context.searched_sweep))
+    c.names("y", names_of(relation.y), y_allowed, "a config field, lr, seed, final_<metric> or a run quantity")
+    if SEARCH_QUANTITY in names_of(relation.y) and names_of(relation.y) & (RUN_QUANTITIES | {"lr"}):
+        c.add(f".y: a search's capacity cannot be mixed with a run's quantities, got {relation.y!r}")
+    if not 0 <= relation.min_rank <= 1:
+        c.add(f".min_rank: must lie in [0, 1], got {relation.min_rank}")
+    c.names("group_by", relation.group_by, run, RUN)
+    c.names("where", [name for name, _ in relation.where], run, RUN)
+    for key_name in ("expect_slope", "min_r2"):
+        if relation.fit == "none" and getattr(relation, key_name) is not None:
+            c.add(f'.{key_name}: needs a fit, got fit = "none"')
+    relation = fill(relation, x_label=relation.x, y_label=relation.y)
+    return fill(relation, label=f"{relation.y_label} against {relation.x_label}")
 
 
-def kept_values(value) -> tuple[tuple[str, tuple], ...]:
-    """`where`: {field: value or [values]} as ((field, values), ...)."""
-    expect(isinstance(value, dict) and value, "a table of config fields and the values kept", value)
-    return tuple((str(k), tuple(v) if isinstance(v, list) else (v,)) for k, v in value.items())
+def fill(table, **defaults):
+    """`table` with its empty keys set to `defaults`."""
+    return dataclasses.replace(table, **{k: v for k, v in defaults.items() if getattr(table, k) in (None, "")})

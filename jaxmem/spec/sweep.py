@@ -1,42 +1,9 @@
 """Sweep specs: TOML files describing a whole grid, parsed and validated before anything compiles.
 
-Layout (every section but `experiment` optional; see sweeps/ for complete examples):
-
-    extends = "base.toml"                   # optional: deep-merge this file over another spec file
-    experiment = "assoc_memory"
-    description = "..."
-    seeds = [0, 1, 2]                       # or a count: seeds = 3
-    [fixed]    model = "mlp"                # fields held constant
-    [grid]     d = [8, 16]                  # axes: list | {range=[a,b,step]} | {log_range=[a,b], num=k}
-                                            #       | {exponents=[a,b,step], base=2}; round = "floor"|"round"|"ceil"
-    [derived]  m = "m_over_d * d"           # expressions over grid/fixed names
-    [train]    steps (a number, or an expression of the run's config: its own step budget, e.g. "4 * n_omega"),
-               eval_every, eval_schedule ("linear": every eval_every steps | "log": eval_points log-spaced
-               steps), precision ("float32" | "float64": the whole sweep in x64), metric, early_stop,
-               learning_rates (a list = best over them, in parallel),
-               integrator ("optax" | "gradient_flow"), rtol, atol, give_up; early_stop: stop a run once its best
-               value reaches this level in the success direction (at_least: best >= x; at_most: best <= x),
-               its value of train.metric where [train] names one (e.g. a validation error, with a [success]
-               metric on another set: runs judged on data that did not stop them), else of the success metric;
-               give_up = K: stop a run once its best value, improving at the pace of its last K
-               evaluations, could not reach the success threshold within its remaining steps (0 = off)
-    [success]  metric = "test_loss", exactly one of at_least = x | at_most = x (any finite number),
-               counts = "best" (default: the best evaluation decides) | "final" (the last one);
-               metric defaults to train.metric. Without [success]: train.metric at least search.threshold
-               with a [search], else at least train.early_stop if set, else no success rule
-    [search]   variable, lo, hi (expressions), threshold (legacy, in (0, 1]: use [success]), resolution,
-               probes, mode ("verified"|"paper"), goal ("largest" value that succeeds: a capacity |
-               "smallest": an onset threshold)
-    [engine]   pad_ratio, search_pad_ratio, search_pad_floor, pad_to_max, max_slots, segment_seconds, matmul_precision,
-               record_trajectory, trajectory_per_decade
-    [final_eval] l_ts = [4, 8, 16]         # test-time axes: each finished run's final parameters evaluated at
-                                            # every point of their product (traced or size fields), no retraining
-    [report]   title, x, fit, guide, group_by, expect_slope, collapse, references, [report.heatmap],
-               [report.trajectory]: typed and checked like the rest (keys in jaxmem.spec.report_tables)
-    [presets.quick] / [presets.paper]       # same layout, deep-merged over the base
-
-Every problem is reported with the dotted path of the field that causes it, an unknown key with the
-closest valid one.
+A spec's tables are typed (jaxmem.spec.document.SweepTables; every key in docs/spec.md, `jaxmem schema` their
+JSON Schema): pydantic reads them, naming every bad value by its dotted path (an unknown key with the closest
+valid one). Then the checks that need the experiment run: field names, kinds and values, expressions, search
+bounds, step budgets, maxima. See sweeps/ for complete examples.
 """
 
 from __future__ import annotations
@@ -48,36 +15,19 @@ import json
 import math
 import tomllib
 from pathlib import Path
-from typing import Any
 
-from jaxmem.spec import expr, report_tables, tables
-from jaxmem.spec.report_tables import ReportSpec
-from jaxmem.spec.tables import Table, choice, suggest, text, unknown_keys
+from jaxmem.spec import expr
+from jaxmem.spec.document import MAX_VALUES, SECTIONS, SweepTables, short
+from jaxmem.spec.report_tables import Checks, Context, ReportSpec, check_report
+from jaxmem.spec.sections import EngineSpec, SearchSpec, SuccessRule, SuccessTable, TrainSpec
+from jaxmem.spec.tables import MAX_INT, hint, names_of, suggest, unknown_names, validate
 from jaxmem.experiments.interface import Experiment
 from jaxmem.experiments.registry import SHIPPED, UnknownExperiment, searching
 from jaxmem.experiments.registry import get as get_experiment
 from jaxmem.experiments.interface import REQUIRED
 
-TOP_LEVEL = {
-    "experiment",
-    "description",
-    "seeds",
-    "fixed",
-    "grid",
-    "derived",
-    "train",
-    "search",
-    "engine",
-    "report",
-    "success",
-    "presets",
-    "final_eval",
-}
-SUCCESS_KEYS = ("metric", "at_least", "at_most", "counts")
-INTEGRATORS = ("optax", "gradient_flow")
+__all__ = ["EngineSpec", "SearchSpec", "SuccessRule", "TrainSpec", "SpecError", "SweepSpec", "load", "parse"]
 ROUNDING = {"floor": math.floor, "ceil": math.ceil, "round": round}
-MAX_INT = 2**31 - 1  # sizes, step counts and seeds reach the device as int32
-MAX_VALUES = 10**6  # the most values an axis, the seeds or the grid may have: more is a typo, not a sweep
 
 
 class SpecError(ValueError):
@@ -86,68 +36,6 @@ class SpecError(ValueError):
     def __init__(self, source: str, problems: list[str]):
         self.problems = problems
         super().__init__(f"invalid sweep spec {source}:\n" + "\n".join(f"  - {p}" for p in problems))
-
-
-EVAL_SCHEDULES = ("linear", "log")
-PRECISIONS = ("float32", "float64")
-MATMUL_PRECISIONS = ("highest", "tf32", "bf16")  # engine.matmul_precision: f32 matmuls in full f32 or faster
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainSpec:
-    steps: int = 1000  # the largest step budget; a spec may give an expression (SweepSpec.step_budget)
-    eval_every: int = 100
-    eval_schedule: str = "linear"  # "log": evaluate at step 0 and at eval_points log-spaced steps up to `steps`
-    eval_points: int = 60
-    precision: str = "float32"  # "float64": the sweep runs with JAX's x64 mode on
-    metric: str = "accuracy"
-    early_stop: float | None = None  # stop a run once its train.metric (if given, else the success metric) reaches
-    # this in the success direction
-    learning_rates: tuple[float, ...] = (1e-3,)
-    integrator: str = "optax"  # "gradient_flow": θ̇ = −∇L solved adaptively; a step = lr units of time
-    rtol: float = 1e-6  # gradient_flow: the ODE solver's relative and absolute tolerances
-    atol: float = 1e-8
-    give_up: int = 0  # evaluations: stop a run that cannot reach the success threshold at its recent pace; 0 = off
-
-
-@dataclasses.dataclass(frozen=True)
-class SearchSpec:
-    variable: str
-    lo: str | int
-    hi: str | int
-    threshold: float = 0.99  # legacy: the success threshold of train.metric; [success] replaces it
-    resolution: float = 0.01  # stop when hi/lo <= 1 + resolution (or hi - lo <= 1)
-    probes: int = 3  # K probes per round: a (K+1)-ary search
-    mode: str = "verified"  # "paper": midpoint, lower bound assumed feasible (authors' rules)
-    max_expand: int = 4  # verified mode: how often a bracket may double/halve past its bounds
-    goal: str = "largest"  # "largest" value that succeeds (a capacity) or "smallest" (an onset threshold)
-    law_axis: str = ""  # verified mode: a grid axis along which the answers of a seed's smaller values
-    # (a power law fitted to >= 2 of them) seed the next search's bracket; "" = off
-    law_margin: float = 0.25  # the seeded bracket: [prediction / (1 + margin), prediction * (1 + margin)]
-
-
-@dataclasses.dataclass(frozen=True)
-class EngineSpec:
-    pad_ratio: float = 2.0  # sizes are padded up a ladder of steps 2^(1/k) ≈ this ratio
-    search_pad_ratio: float = 1.41  # the searched variable's finer ladder (2^(1/2)): its waste dominates
-    search_pad_floor: float = 0.5  # a searched value is padded to at least this × the initial upper bound
-    max_slots: int = 0  # runs per program; 0 = chosen from the work per step
-    segment_seconds: float = 2.0  # host syncs (and checkpoints) about this often
-    record_trajectory: bool = False  # store every run's metrics at every evaluation (trajectories table)
-    trajectory_per_decade: int = 0  # with record_trajectory: keep k log-spaced evaluations per decade; 0 = all
-    pad_to_max: tuple[str, ...] = ()  # sizes (fields or derived) padded to their largest value in the sweep
-    matmul_precision: str = "highest"  # f32 matmuls and convolutions: "highest", or faster "tf32" / "bf16" passes
-    # where the accelerator has them (a CPU computes f32 whatever it says); part of the fingerprint unless highest
-
-
-@dataclasses.dataclass(frozen=True)
-class SuccessRule:
-    """A run succeeds when its best (or final) evaluation of `metric` is at least / at most `threshold`."""
-
-    metric: str
-    direction: str  # "at_least" or "at_most"
-    threshold: float
-    counts: str = "best"  # which evaluation decides: "best" or "final"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,29 +120,29 @@ def parse(raw: dict, name: str, preset: str | None = None, source: str = "<spec>
     if problems:
         raise SpecError(source, problems)
     problems += _unknown_sections(raw)
-    exp = _experiment(merged, problems)
-    seeds = _seeds(merged.get("seeds", [0]), problems)
-    if not isinstance(merged.get("description", ""), str):
-        problems.append(f"description: must be a string, got {merged['description']!r}")
-    train_table, step_budget = _step_budget(merged.get("train", {}))
-    train, bad_train = _section(TrainSpec, "train", train_table, problems)
-    search = _search(merged.get("search"), exp, problems)
-    engine, bad_engine = _section(EngineSpec, "engine", merged.get("engine", {}), problems)
+    tables, found, bad = validate(SweepTables, {k: v for k, v in merged.items() if k in SECTIONS}, top=True)
+    problems += found
+    tables = tables or SweepTables()
+    exp = _experiment(merged, "experiment" in bad, problems)
+    train = None if "train" in bad else tables.train
+    train_bad = {b.removeprefix("train.") for b in bad if b.startswith("train.")}
+    step_budget = train.steps if train and isinstance(train.steps, str) else None
+    if step_budget is not None:  # train.steps becomes the largest budget, below
+        train, train_bad = dataclasses.replace(train, steps=TrainSpec.steps), train_bad | {"steps"}
+    search = _search(tables.search, exp, problems)
     known = None if unknown_variable(search, exp) else exp  # a mistyped variable: one complaint, not one per use
     context = _report_context(merged, known, train, search)
-    report = report_tables.read_report(merged.get("report", {}), problems, context)
-    success = _success(merged, exp, train, search, problems)
+    checks = Checks("report", problems, frozenset(bad))
+    report = check_report(tables.report, _table(merged, "report"), context, checks)
+    success = _success(merged, tables.success, exp, train, search, problems)
     if train:
-        _check_train(train, bad_train | ({"steps"} if step_budget is not None else set()), exp, problems)
-        if "give_up" not in bad_train and train.give_up and success is None:
-            problems.append("train.give_up: needs a success rule to give up on ([success], or a search's threshold)")
-        _check_schedule(train, bad_train, step_budget, problems)
-    if engine:
-        _check_engine(engine, bad_engine, exp, search, problems)
+        _check_train(train, train_bad, step_budget, exp, success, problems)
+    if "engine" not in bad:
+        _check_engine(tables.engine, exp, search, problems)
     points, axes, skipped = ([], (), [])
-    if known is not None:
-        points, axes, skipped = _points(merged, exp, search, problems)
-    final_eval = _final_eval(merged.get("final_eval", {}), exp, search, problems) if exp is not None else ()
+    if known is not None and not {b.split(".")[0] for b in bad} & {"fixed", "grid", "derived"}:
+        points, axes, skipped = _points(tables, exp, search, problems)
+    final_eval = _final_eval(tables.final_eval, exp, search, problems) if exp is not None else ()
     if step_budget is not None and exp is not None:
         _check_budget_names(step_budget, merged, exp, search, problems)
     if train and step_budget is not None and points and not problems:  # (its names are known: checked above)
@@ -265,13 +153,13 @@ def parse(raw: dict, name: str, preset: str | None = None, source: str = "<spec>
         name=name,
         preset=preset_name,
         experiment=merged["experiment"],
-        description=merged.get("description", ""),
+        description=tables.description,
         points=tuple(points),
         axes=axes,
-        seeds=seeds,
+        seeds=tables.seeds,
         train=train,
         search=search,
-        engine=engine,
+        engine=tables.engine,
         report=report,
         success=success,
         skipped=tuple(skipped),
@@ -281,18 +169,26 @@ def parse(raw: dict, name: str, preset: str | None = None, source: str = "<spec>
     )
 
 
+def _table(merged: dict, name: str) -> dict:
+    value = merged.get(name, {})
+    return value if isinstance(value, dict) else {}
+
+
 def stored_report_spec(resolved: dict, source: str = "<stored spec>") -> ReportSpec:
     """The report tables of a resolved spec (as stored with the results), read without the rest of
     the spec, which was checked when the sweep ran: names in expressions are not checked. SpecError
     when they are invalid."""
     problems: list[str] = []
-    train, _ = _section(TrainSpec, "train", resolved.get("train", {}), [])
+    train, _, _ = validate(TrainSpec, _table(resolved, "train"))
     search = resolved.get("search")
-    context = report_tables.Context(
+    context = Context(
         early_stop=train.early_stop if train else None,
         goal=search.get("goal", "largest") if isinstance(search, dict) else "largest",
     )
-    report = report_tables.read_report(resolved.get("report", {}), problems, context)
+    report, found, removed = validate(ReportSpec, resolved.get("report", {}), "report")
+    problems += found
+    checks = Checks("report", problems, frozenset(removed))
+    report = check_report(report or ReportSpec(), _table(resolved, "report"), context, checks)
     if problems:
         raise SpecError(source, problems)
     return report
@@ -300,14 +196,18 @@ def stored_report_spec(resolved: dict, source: str = "<stored spec>") -> ReportS
 
 def _unknown_sections(raw: dict) -> list[str]:
     """Unknown top-level names of the spec and of each of its presets."""
-    problems = unknown_keys("", {k: v for k, v in raw.items() if k != "presets"}, TOP_LEVEL, "section or key")
+    problems = _unknown("", raw, SECTIONS | {"presets"})
     presets = raw.get("presets", {})
     for name, table in presets.items() if isinstance(presets, dict) else ():
         if isinstance(table, dict):
-            problems += unknown_keys(f"presets.{name}", table, TOP_LEVEL - {"presets"}, "section or key")
+            problems += _unknown(f"presets.{name}.", table, SECTIONS)
         else:
             problems.append(f"presets.{name}: must be a table, got {table!r}")
     return problems
+
+
+def _unknown(prefix: str, table: dict, allowed: frozenset[str]) -> list[str]:
+    return [f"{prefix}{k}: unknown section or key{hint(k, allowed)}" for k in table if k not in allowed | {"presets"}]
 
 
 def config_names(merged: dict, exp: Experiment, search) -> set[str]:
@@ -317,15 +217,15 @@ def config_names(merged: dict, exp: Experiment, search) -> set[str]:
     return set(exp.fields).union(*(t for t in tables if isinstance(t, dict)), {search.variable} if search else ())
 
 
-def _report_context(merged: dict, exp: Experiment | None, train, search) -> report_tables.Context:
+def _report_context(merged: dict, exp: Experiment | None, train, search) -> Context:
     """What the report tables may name: a run's config fields (the experiment's, the helper axes and
     the searched variable) and recorded metrics; and their defaults from [train] and [search]."""
     defaults = dict(early_stop=train.early_stop if train else None, goal=search.goal if search else "largest")
     if exp is None:
-        return report_tables.Context(**defaults)
+        return Context(**defaults)
     gradient_flow = train is not None and train.integrator == "gradient_flow"
     metrics = exp.metrics + (("solver_steps",) if gradient_flow else ())  # the ODE solver's, jaxmem.engine.program
-    return report_tables.Context(
+    return Context(
         config=frozenset(config_names(merged, exp, search)),
         metrics=frozenset(metrics),
         variable=search.variable if search else None,
@@ -333,26 +233,26 @@ def _report_context(merged: dict, exp: Experiment | None, train, search) -> repo
     )
 
 
-def _success(merged: dict, exp: Experiment | None, train, search, problems) -> SuccessRule | None:
+def _success(merged: dict, table: SuccessTable | None, exp, train, search, problems) -> SuccessRule | None:
     """The `[success]` table; without one the rule the legacy keys imply: train.metric at least
     search.threshold (with a search) or train.early_stop (None when neither)."""
     if "success" not in merged:
         threshold = search.threshold if search else train.early_stop if train else None
         return None if train is None or threshold is None else SuccessRule(train.metric, "at_least", threshold)
-    t = Table("success", merged["success"], SUCCESS_KEYS, problems)
-    search_table = merged.get("search")
-    if isinstance(search_table, dict) and "threshold" in search_table:
+    if "threshold" in _table(merged, "search"):
         problems.append("success: given together with search.threshold; state the threshold once, in [success]")
-    metric = t.get("metric", text, train.metric if train else None)
+    if table is None:
+        return None
+    metric = table.metric if table.metric is not None else train.metric if train else None
     if exp is not None and metric is not None:
-        t.check("metric", [metric], frozenset(exp.metrics), f"a metric of {exp.name}")
-    sides = [k for k in ("at_least", "at_most") if k in t.data]
+        problems += unknown_names("success.metric", [metric], frozenset(exp.metrics), f"a metric of {exp.name}")
+    given = _table(merged, "success")
+    sides = [k for k in ("at_least", "at_most") if k in given]
     if len(sides) != 1:
         problems.append(f"success: needs exactly one of at_least, at_most, got {sides or 'neither'}")
         return None
-    threshold = t.get(sides[0], tables.number)
-    counts = t.get("counts", choice("best", "final"), "best")
-    return None if metric is None or threshold is None else SuccessRule(metric, sides[0], threshold, counts)
+    threshold = getattr(table, sides[0])
+    return None if metric is None or threshold is None else SuccessRule(metric, sides[0], threshold, table.counts)
 
 
 def _apply_preset(raw, preset, problems):
@@ -381,133 +281,76 @@ def _deep_merge(base: dict, override: dict) -> dict:
     return out
 
 
-def _experiment(merged, problems) -> Experiment | None:
+def _experiment(merged, bad: bool, problems) -> Experiment | None:
     name = merged.get("experiment")
     if name is None:
         problems.append('experiment: missing (e.g. experiment = "assoc_memory", or "my_module:EXPERIMENT")')
+    if name is None or bad:
         return None
     try:
         return get_experiment(name)
     except UnknownExperiment as err:
-        suggestion = "" if isinstance(name, str) and ":" in name else suggest(str(name), SHIPPED)
+        suggestion = "" if ":" in name else suggest(name, SHIPPED)
         problems.append(f"experiment: {err}{suggestion}")
         return None
 
 
-def _seeds(value, problems) -> tuple[int, ...]:
-    count = isinstance(value, int) and not isinstance(value, bool) and value >= 1
-    listed = isinstance(value, list) and value and all(isinstance(s, int) and not isinstance(s, bool) for s in value)
-    if not (count or listed and min(value) >= 0):
-        problems.append(f"seeds: must be a positive count or a non-empty list of non-negative integers, got {value!r}")
-        return ()
-    if (value if count else len(value)) > MAX_VALUES or listed and max(value) > MAX_INT:
-        problems.append(f"seeds: at most {MAX_VALUES} seeds, each below 2**31, got {short(value) if count else value}")
-        return ()
-    if listed and len(set(value)) != len(value):
-        problems.append(f"seeds: duplicates in {value}")
-    return tuple(range(value)) if count else tuple(value)
-
-
-def _section(cls, path: str, table: Any, problems: list[str]):
-    """Build a frozen dataclass from a TOML table, type-checking every key. Returns the object (bad
-    keys left at their defaults, None if a required key is missing) and the set of bad keys, so the
-    value checks that follow can still run on the good ones."""
-    if not isinstance(table, dict):
-        problems.append(f"{path}: must be a table, got {table!r}")
-        return None, set()
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    values, bad = {}, set()
-    problems += unknown_keys(path, table, fields)
-    for key, value in table.items():
-        if key not in fields:
-            continue
-        checked = _coerce(value, fields[key].type)
-        if checked is _BAD:
-            problems.append(f"{path}.{key}: expected {IN_WORDS[fields[key].type]}, got {value!r}")
-            bad.add(key)
-        else:
-            values[key] = checked
-    missing = [n for n, f in fields.items() if f.default is dataclasses.MISSING and n not in table]
-    problems += [f"{path}.{n}: missing" for n in missing]
-    return (
-        None if missing or bad & {n for n, f in fields.items() if f.default is dataclasses.MISSING} else cls(**values)
-    ), bad
-
-
-_BAD = object()
-IN_WORDS = {  # a field's annotation as a spec writer reads it
-    "int": "an integer",
-    "float": "a number",
-    "bool": "true or false",
-    "str": "a string",
-    "float | None": "a number (or false for none)",
-    "str | int": "a number or an expression",
-    "tuple[str, ...]": "a list of names",
-    "tuple[float, ...]": "a number or a non-empty list of numbers",
-}
-
-
-def _coerce(value, annotation: str):
-    """Check a TOML value against a dataclass annotation string; return the value or _BAD."""
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if annotation == "int":
-        return value if isinstance(value, int) and not isinstance(value, bool) else _BAD
-    if annotation == "float":
-        return float(value) if number else _BAD
-    if annotation == "bool":
-        return value if isinstance(value, bool) else _BAD
-    if annotation == "str":
-        return value if isinstance(value, str) else _BAD
-    if annotation == "float | None":
-        return float(value) if number else (None if value is False else _BAD)
-    if annotation == "str | int":
-        return value if isinstance(value, str) or number else _BAD
-    if annotation == "tuple[str, ...]":
-        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
-        return tuple(value) if ok else _BAD
-    if annotation == "tuple[float, ...]":
-        values = value if isinstance(value, list) else [value]
-        ok = values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
-        return tuple(float(v) for v in values) if ok else _BAD
-    raise TypeError(annotation)
-
-
-def _check_train(train: TrainSpec, bad: set, exp: Experiment | None, problems):
-    if "steps" not in bad and train.steps < 0:
-        problems.append(f"train.steps: must be >= 0, got {train.steps}")
+def _check_train(train: TrainSpec, bad: set, step_budget, exp: Experiment | None, success, problems) -> None:
+    """[train]'s values against each other, the experiment and the success rule."""
     if "steps" not in bad and train.steps > 0 and exp is not None and not exp.trainable:
         problems.append(f"train.steps: {exp.name} is a construction that is never trained (no loss); use steps = 0")
-    problems += [
-        f"train.{name}: must be below 2**31, got {getattr(train, name)}"
-        for name in ("steps", "eval_every")
-        if name not in bad and getattr(train, name) > MAX_INT
-    ]
-    if "give_up" not in bad and train.give_up < 0:
-        problems.append(f"train.give_up: must be >= 0 evaluations (0 = off), got {train.give_up}")
-    if "eval_every" not in bad and train.eval_every < 1:
-        problems.append(f"train.eval_every: must be >= 1, got {train.eval_every}")
-    elif not bad & {"steps", "eval_every"} and train.eval_schedule == "linear" and train.steps % train.eval_every:
+    linear = train.eval_schedule == "linear"
+    if linear and not bad & {"steps", "eval_every", "eval_schedule"} and train.steps % train.eval_every:
         problems.append(f"train.steps: {train.steps} is not a multiple of train.eval_every = {train.eval_every}")
-    if "learning_rates" not in bad and any(lr <= 0 or not math.isfinite(lr) for lr in train.learning_rates):
-        problems.append(f"train.learning_rates: must be positive and finite, got {list(train.learning_rates)}")
-    if "integrator" not in bad and train.integrator not in INTEGRATORS:
-        problems.append(f"train.integrator: must be one of {list(INTEGRATORS)}, got {train.integrator!r}")
-    problems += [
-        f"train.{name}: must be > 0, got {getattr(train, name)}"
-        for name in ("rtol", "atol")
-        if name not in bad and not getattr(train, name) > 0
-    ]
     if "metric" not in bad and exp is not None and train.metric not in exp.metrics:
         problems.append(
             f"train.metric: {train.metric!r} is not a metric of {exp.name}; one of {', '.join(exp.metrics)}"
         )
+    if "give_up" not in bad and train.give_up and success is None:
+        problems.append("train.give_up: needs a success rule to give up on ([success], or a search's threshold)")
+    if train.eval_schedule != "log":
+        return
+    if "eval_points" not in bad and train.eval_points < 2:
+        problems.append(f"train.eval_points: a log schedule needs at least 2 points, got {train.eval_points}")
+    if step_budget is not None:
+        problems.append("train.steps: a log eval_schedule needs a fixed number of steps, not an expression")
+    if train.give_up:
+        problems.append("train.give_up: not available with a log eval_schedule (its evaluations are unevenly spaced)")
 
 
-def _step_budget(table) -> tuple[Any, str | None]:
-    """The [train] table without an expression given as `steps`, and that expression (or None)."""
-    if not isinstance(table, dict) or not isinstance(table.get("steps"), str):
-        return table, None
-    return {k: v for k, v in table.items() if k != "steps"}, table["steps"]
+def _check_engine(engine: EngineSpec, exp: Experiment | None, search: SearchSpec | None, problems) -> None:
+    """The sizes padded to their maximum: integer fields of the experiment, not the searched one."""
+    if exp is not None:
+        ints = [n for n, f in exp.kinds.items() if f.type is int]  # derived sizes too
+        problems += [
+            f"engine.pad_to_max: {n!r} is not an integer field of {exp.name}{suggest(n, ints)}"
+            for n in engine.pad_to_max
+            if n not in ints
+        ]
+    if search is not None and search.variable in engine.pad_to_max:
+        problems.append(
+            f"engine.pad_to_max: the searched {search.variable!r} cannot be padded to a maximum "
+            "(use engine.search_pad_floor = 1.0)"
+        )
+
+
+def _search(search: SearchSpec | None, exp: Experiment | None, problems) -> SearchSpec | None:
+    """[search]'s values against each other and the experiment."""
+    if search is None:
+        return None
+    if unknown_variable(search, exp):
+        ints = [n for n, f in exp.kinds.items() if f.type is int]  # derived sizes too
+        problems.append(
+            f"search.variable: {search.variable!r} is not an integer field of {exp.name}"
+            f"{suggest(search.variable, ints)} (integer fields: {', '.join(ints)})"
+        )
+    if search.law_axis and search.mode != "verified":
+        problems.append("search.law_axis: law-seeded brackets need mode = 'verified' (paper mode follows the authors)")
+    if not isinstance(search.lo, str) and search.lo < 1:
+        problems.append(f"search.lo: must be >= 1, got {search.lo}")
+    if not isinstance(search.lo, str) and not isinstance(search.hi, str) and search.hi < search.lo:
+        problems.append(f"search.hi: must be >= search.lo, got [{search.lo}, {search.hi}]")
+    return search
 
 
 def run_budget(expression: str, config: dict, eval_every: int) -> int:
@@ -546,28 +389,8 @@ def _check_budget_names(expression: str, merged: dict, exp: Experiment, search, 
         )
 
 
-def _check_schedule(train: TrainSpec, bad: set, step_budget: str | None, problems) -> None:
-    """The evaluation schedule and precision: known names; a log schedule has >= 2 points, a fixed
-    step budget, and no give_up rule (which counts evaluations of equal length)."""
-    if "eval_schedule" not in bad and train.eval_schedule not in EVAL_SCHEDULES:
-        problems.append(f"train.eval_schedule: must be one of {list(EVAL_SCHEDULES)}, got {train.eval_schedule!r}")
-    if "precision" not in bad and train.precision not in PRECISIONS:
-        problems.append(f"train.precision: must be one of {list(PRECISIONS)}, got {train.precision!r}")
-    if train.eval_schedule != "log":
-        return
-    if "eval_points" not in bad and train.eval_points < 2:
-        problems.append(f"train.eval_points: a log schedule needs at least 2 points, got {train.eval_points}")
-    if step_budget is not None:
-        problems.append("train.steps: a log eval_schedule needs a fixed number of steps, not an expression")
-    if train.give_up:
-        problems.append("train.give_up: not available with a log eval_schedule (its evaluations are unevenly spaced)")
-
-
 def _final_eval(table, exp: Experiment, search: SearchSpec | None, problems) -> tuple[tuple[str, tuple], ...]:
     """The test-time axes: traced or size fields of the experiment, each a non-empty list of valid values."""
-    if not isinstance(table, dict):
-        problems.append(f"final_eval: must be a table of field = [values], got {table!r}")
-        return ()
     axes = []
     for name, values in table.items():
         field = exp.fields.get(name)
@@ -592,76 +415,12 @@ def _final_eval(table, exp: Experiment, search: SearchSpec | None, problems) -> 
     return tuple(axes)
 
 
-def _check_engine(engine: EngineSpec, bad: set, exp: Experiment | None, search: SearchSpec | None, problems):
-    checks = [
-        ("pad_ratio", engine.pad_ratio >= 1.0, ">= 1"),
-        ("search_pad_ratio", engine.search_pad_ratio >= 1.0, ">= 1"),
-        ("search_pad_floor", 0 <= engine.search_pad_floor <= 1, "in [0, 1]"),
-        ("max_slots", engine.max_slots >= 0, ">= 0"),
-        ("segment_seconds", engine.segment_seconds > 0, "> 0"),
-        ("trajectory_per_decade", engine.trajectory_per_decade >= 0, ">= 0"),
-        ("matmul_precision", engine.matmul_precision in MATMUL_PRECISIONS, f"one of {list(MATMUL_PRECISIONS)}"),
-    ]
-    problems += [
-        f"engine.{name}: must be {rule}, got {getattr(engine, name)}"
-        for name, ok, rule in checks
-        if name not in bad and not ok
-    ]
-    if exp is not None and "pad_to_max" not in bad:
-        ints = [n for n, f in exp.kinds.items() if f.type is int]  # derived sizes too
-        problems += [
-            f"engine.pad_to_max: {n!r} is not an integer field of {exp.name}{suggest(n, ints)}"
-            for n in engine.pad_to_max
-            if n not in ints
-        ]
-        if search is not None and search.variable in engine.pad_to_max:
-            problems.append(
-                f"engine.pad_to_max: the searched {search.variable!r} cannot be padded to a maximum "
-                "(use engine.search_pad_floor = 1.0)"
-            )
-
-
 def unknown_variable(search: SearchSpec | None, exp: Experiment | None) -> bool:
     """Whether the search names a variable that is no integer field of the experiment."""
     if search is None or exp is None:
         return False
     field = exp.fields.get(search.variable)
     return field is None or field.type is not int
-
-
-def _search(table, exp: Experiment | None, problems) -> SearchSpec | None:
-    if table is None:
-        return None
-    search, _ = _section(SearchSpec, "search", table, problems)
-    if search is None:
-        return None
-    if unknown_variable(search, exp):
-        ints = [n for n, f in exp.kinds.items() if f.type is int]  # derived sizes too
-        problems.append(
-            f"search.variable: {search.variable!r} is not an integer field of {exp.name}"
-            f"{suggest(search.variable, ints)} (integer fields: {', '.join(ints)})"
-        )
-    if search.goal not in ("largest", "smallest"):
-        problems.append(f"search.goal: must be 'largest' or 'smallest', got {search.goal!r}")
-    if search.mode not in ("verified", "paper"):
-        problems.append(f"search.mode: must be 'verified' or 'paper', got {search.mode!r}")
-    if not 0 < search.threshold <= 1:
-        problems.append(f"search.threshold: must be in (0, 1], got {search.threshold}")
-    if search.resolution < 0:
-        problems.append(f"search.resolution: must be >= 0, got {search.resolution}")
-    if search.probes < 1:
-        problems.append(f"search.probes: must be >= 1, got {search.probes}")
-    if search.max_expand < 0:
-        problems.append(f"search.max_expand: must be >= 0, got {search.max_expand}")
-    if search.law_axis and search.mode != "verified":
-        problems.append("search.law_axis: law-seeded brackets need mode = 'verified' (paper mode follows the authors)")
-    if not search.law_margin > 0:
-        problems.append(f"search.law_margin: must be > 0, got {search.law_margin}")
-    if isinstance(search.lo, (int, float)) and search.lo < 1:
-        problems.append(f"search.lo: must be >= 1, got {search.lo}")
-    if all(isinstance(b, (int, float)) for b in (search.lo, search.hi)) and search.hi < search.lo:
-        problems.append(f"search.hi: must be >= search.lo, got [{search.lo}, {search.hi}]")
-    return search
 
 
 def axis_values(path: str, value) -> list:
@@ -728,13 +487,9 @@ def axis_values(path: str, value) -> list:
     return list(dict.fromkeys(values))
 
 
-def _points(merged, exp: Experiment, search: SearchSpec | None, problems):
+def _points(tables: SweepTables, exp: Experiment, search: SearchSpec | None, problems):
     """Expand fixed × grid, apply derived expressions, validate each point against the experiment."""
-    fixed, grid, derived = (merged.get(k, {}) for k in ("fixed", "grid", "derived"))
-    for key, table in (("fixed", fixed), ("grid", grid), ("derived", derived)):
-        if not isinstance(table, dict):
-            problems.append(f"{key}: must be a table")
-            return [], (), []
+    fixed, grid, derived = tables.fixed, tables.grid, tables.derived
     before = len(problems)
     axes = {}
     for name, value in grid.items():
@@ -746,7 +501,7 @@ def _points(merged, exp: Experiment, search: SearchSpec | None, problems):
         problems.append(f"grid: {' x '.join(str(len(v)) for v in axes.values())} points, more than {MAX_VALUES}")
     clash = (set(fixed) & set(grid)) | (set(derived) & (set(fixed) | set(grid)))
     problems += [f"{n}: given in more than one of fixed / grid / derived" for n in sorted(clash)]
-    helpers = set().union(*(_names(f"derived.{n}", e, problems) for n, e in derived.items())) if derived else set()
+    helpers = sorted(set().union(*(names_of(e) for e in derived.values())))
     known = set(exp.fields)
     for where, table in (("fixed", fixed), ("grid", grid), ("derived", derived)):
         for name in table:
@@ -801,15 +556,6 @@ def _field_error(field, name, value) -> str | None:
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     too_large = field.type is int and number and abs(value) > MAX_INT
     return f"{name} must be below 2**31, got {short(value)}" if too_large else field.check(name, value)
-
-
-def _names(path: str, expression, problems: list[str]) -> set[str]:
-    """The names an expression at `path` uses; none, and a problem, for one that does not parse."""
-    try:
-        return expr.names_in(expression) if isinstance(expression, str) else set()
-    except expr.ExpressionError as err:
-        problems.append(f"{path}: {err}")
-        return set()
 
 
 def _derive(name, expression, point, exp: Experiment):
@@ -870,12 +616,6 @@ def _validated_point(point, exp: Experiment, search, helpers, problems, skipped)
     if search:
         del full[search.variable]
     return {**{h: point[h] for h in helpers if h in point}, **full}
-
-
-def short(number) -> str:
-    """A number for a message: a huge integer by its size (str() of one over 4300 digits even fails)."""
-    huge = isinstance(number, int) and number.bit_length() > 64
-    return f"a {number.bit_length()}-bit integer" if huge else f"{number}"
 
 
 def _label(point: dict) -> str:
