@@ -12,7 +12,7 @@ from pathlib import Path
 from jaxmem import __version__
 from jaxmem.cli.errors import UsageError, exit_code, message
 
-LIGHT = ("status", "compare")  # commands that never import JAX: the run options (which do) are not built
+LIGHT = ("status", "compare", "schema")  # commands that never import JAX: the run options (which do) are not built
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,6 +53,10 @@ def build_parser(run_options: bool = True) -> argparse.ArgumentParser:
     rep.add_argument("--preset", default=None, help="with --spec: its preset (default: the folder's)")
     listing = sub.add_parser("list", help="experiments and shipped sweeps, or with --columns the tables' columns")
     listing.add_argument("--columns", action="store_true", help="every column of every table, explained")
+    listing.add_argument("--spec", action="store_true", help="every table and key of a sweep spec, explained")
+    schema = sub.add_parser("schema", help="the JSON Schema of sweep specs (TOML editors check specs against it)")
+    schema.add_argument("--out", help="write it to this file (default: print it)")
+    schema.add_argument("--docs", action="store_true", help="instead, the spec's reference (docs/spec.md)")
     compare = sub.add_parser("compare", help="where two sweeps' results differ")
     compare.add_argument("first")
     compare.add_argument("second")
@@ -231,6 +235,11 @@ def _report(args) -> int:
 
 
 def _list(args) -> int:
+    if args.spec:
+        from jaxmem.spec.document import reference
+
+        print(reference())
+        return 0
     if args.columns:
         from jaxmem.report.columns import describe
 
@@ -251,7 +260,18 @@ def _compare(args) -> int:
     return 1 if differ else 0
 
 
-COMMANDS = {"run": _run, "status": _status, "report": _report, "list": _list, "compare": _compare}
+def _schema(args) -> int:
+    from jaxmem.spec.document import reference, schema_text
+
+    text = reference() + "\n" if args.docs else schema_text()
+    if args.out is None:
+        print(text, end="")
+    else:
+        Path(args.out).write_text(text)
+    return 0
+
+
+COMMANDS = {"run": _run, "status": _status, "report": _report, "list": _list, "compare": _compare, "schema": _schema}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -17,7 +17,6 @@ from jaxmem.spec.tables import CONFIG, MAX_INT, BadValue, Expression, Text, adap
 from jaxmem.spec.tables import toml_name
 
 MAX_VALUES = 10**6  # the most values an axis, the seeds or the grid may have: more is a typo, not a sweep
-SCHEMA_ID = "https://jaxmem.dev/sweep.schema.json"
 
 
 def short(number) -> str:
@@ -52,7 +51,7 @@ AXIS = {
                 "log_range": {**NUMBERS, "minItems": 2, "maxItems": 2},
                 "exponents": {**NUMBERS, "minItems": 3, "maxItems": 3},
                 "num": {"type": "integer", "minimum": 1},
-                "base": {"type": "number", "exclusiveMinimum": 0},
+                "base": {"type": "number", "minimum": 0, "exclusiveMinimum": True},
                 "round": {"enum": ["floor", "round", "ceil"]},
             },
             "oneOf": [{"required": [k]} for k in ("range", "log_range", "exponents")],
@@ -104,51 +103,59 @@ FILE_ONLY = {
 def schema() -> dict:
     """The JSON Schema of a sweep spec file: the tables, `extends`, and presets (each a partial spec merged over
     the file's). A file that extends another is partial too: it restates only what differs."""
-    full = adapter(SweepTables).json_schema(ref_template="#/$defs/{model}")
+    full = adapter(SweepTables).json_schema(ref_template="#/definitions/{model}")
     defs = {name: _tidy(d) for name, d in full.pop("$defs").items()}
-    root = _tidy(full)
-    defs["SweepTables"] = root
-    partial = {f"{name}Partial": _partial(d) for name, d in defs.items()}
-    spec = {"$ref": "#/$defs/SweepTables"}
-    properties = {
-        **FILE_ONLY,
-        "presets": {
-            "description": "named variants: `jaxmem run SPEC --preset NAME` merges [presets.NAME] over the spec "
-            "(default: quick, where there is one)",
-            "type": "object",
-            "additionalProperties": {"$ref": "#/$defs/SweepTablesPartial"},
-        },
-    }
-    return {
-        "$schema": "http://json-schema.org/draft-07/schema#",
-        "$id": SCHEMA_ID,
-        "title": "jaxmem sweep spec",
-        "description": root.get("description", ""),
+    defs["SweepTables"] = tables = _tidy(full)
+    presets = {
+        "description": "named variants: `jaxmem run SPEC --preset NAME` merges [presets.NAME] over the spec "
+        "(default: quick, where there is one)",
         "type": "object",
-        "properties": {**{k: {} for k in root["properties"]}, **properties},
-        "additionalProperties": False,
-        "if": {"required": ["extends"]},
-        "then": {"$ref": "#/$defs/SweepTablesPartial"},
-        "else": spec,
-        "$defs": {**defs, **partial},
+        "additionalProperties": {"$ref": "#/definitions/SweepTablesPartial"},
+    }
+    defs["SweepFile"] = {**tables, "properties": {**tables["properties"], **FILE_ONLY, "presets": presets}}
+    defs |= {f"{name}Partial": _partial(d) for name, d in defs.items()}
+    extending = {"allOf": [{"required": ["extends"]}, {"$ref": "#/definitions/SweepFilePartial"}]}
+    return {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "title": "jaxmem sweep spec",
+        "description": tables.get("description", "")
+        + " `jaxmem schema` writes this file; docs/spec.md lists the keys.",
+        "anyOf": [{"$ref": "#/definitions/SweepFile"}, extending],
+        "definitions": defs,
     }
 
 
 NAMED = ("properties", "$defs")  # schema keys whose values are tables by name
 
 
+LIMITS = {"ge": "minimum", "le": "maximum", "gt": "exclusiveMinimum", "lt": "exclusiveMaximum"}
+EXCLUSIVE = {"exclusiveMinimum": "minimum", "exclusiveMaximum": "maximum"}  # draft 4: a flag on the bound
+
+
 def _tidy(node):
-    """pydantic's schema as TOML has it: no null (TOML has none), no titles, a table's unknown keys refused."""
+    """pydantic's schema as TOML and JSON Schema draft 4 (the TOML language servers') have it: no null (TOML has
+    none), no titles, limits and tuples in draft 4's words, a list's least length on its array."""
     if isinstance(node, list):
         return [_tidy(n) for n in node]
     if not isinstance(node, dict):
         return node
     node = {k: {n: _tidy(p) for n, p in v.items()} if k in NAMED else _tidy(v) for k, v in node.items() if k != "title"}
+    node = {LIMITS.get(k, k): v for k, v in node.items()}
+    for exclusive, bound in EXCLUSIVE.items():
+        if not isinstance(node.get(exclusive, True), bool):
+            node[bound], node[exclusive] = node[exclusive], True
+    if "const" in node:
+        node["enum"] = [node.pop("const")]
+    if "prefixItems" in node:
+        node["items"] = node.pop("prefixItems")
     options = [o for o in node.get("anyOf", []) if o != {"type": "null"}]
     if "anyOf" in node:
         node.pop("anyOf")
         node = {**options[0], **node} if len(options) == 1 else {**node, "anyOf": options}
-    if node.get("default", 0) is None:
+    if "minLength" in node and "anyOf" in node:
+        least = node.pop("minLength")
+        node["anyOf"] = [{**o, "minItems": least} if o.get("type") == "array" else o for o in node["anyOf"]]
+    if node.get("default", 0) is None or node.get("type") == "object" and node.get("default") == []:
         node.pop("default")
     return node
 
@@ -159,8 +166,8 @@ def _partial(node):
         return [_partial(n) for n in node]
     if not isinstance(node, dict):
         return node
-    node = {k: _partial(v) for k, v in node.items() if k != "required"}
-    if isinstance(node.get("$ref"), str) and node["$ref"].startswith("#/$defs/"):
+    node = {k: _partial(v) for k, v in node.items() if k != "required" or "properties" not in node}
+    if isinstance(node.get("$ref"), str) and not node["$ref"].endswith("Partial"):
         node["$ref"] += "Partial"
     return node
 
@@ -233,9 +240,8 @@ def _words(node: dict) -> str:
     if "const" in node:
         return json.dumps(node["const"])
     if node.get("type") == "array":
-        items = node.get("items") or (node.get("prefixItems") and {"type": "number"}) or {}
-        inner = _words(items) if items else "values"
-        return "[lo, hi]" if "prefixItems" in node else f"list of {inner}"
+        items = node.get("items", {})
+        return "[lo, hi]" if isinstance(items, list) else f"list of {_words(items) if items else 'values'}"
     if node.get("type") == "object":
         value = node.get("additionalProperties")
         return f"table of {_words(value)}" if isinstance(value, dict) and value else "table"
