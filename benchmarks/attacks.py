@@ -1,0 +1,352 @@
+"""The adversarial user's attack list, rerun on the current code: every attack through the real `jaxmem`
+command in its own process, with what it must and did end in. Writes RESULTS_attacks.md.
+
+    python benchmarks/attacks.py [--kills 20] [--out benchmarks/RESULTS_attacks.md]
+
+The attacks run on tests/specs/tiny_kill.toml (a threshold search per seed, trajectories, segments of
+0.05 s); the reference is one uninterrupted run, and "agrees" means `jaxmem compare` finds no difference.
+The full-disk attacks need `mount -t tmpfs` (root); without it they are reported as not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SPEC = ROOT / "tests" / "specs" / "tiny_kill.toml"
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "JAXMEM_STALL_AFTER_S": "2"}
+ROWS: list[list[str]] = []
+
+
+def jaxmem(*args, cwd=ROOT, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "jaxmem.cli", *map(str, args)],
+        cwd=cwd, env=ENV, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def started(*args, cwd=ROOT) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "jaxmem.cli", *map(str, args)],
+        cwd=cwd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+
+
+def said(result) -> str:
+    """The first line of a command's error, or its last line."""
+    text = (result.stderr or "") + (result.stdout or "")
+    errors = [line for line in text.splitlines() if line.startswith("jaxmem: ")]
+    lines = errors or [line for line in text.splitlines() if line.strip()] or [""]
+    return lines[0][:220].replace("|", "\\|")
+
+
+def record(attack: str, expected: str, ok: bool, outcome: str) -> None:
+    ROWS.append([attack, expected, outcome.replace("\n", " ")[:300], "PASS" if ok else "**FAIL**"])
+    print(f"[attack] {'PASS' if ok else 'FAIL'}: {attack}: {outcome[:200]}", file=sys.stderr, flush=True)
+
+
+def agrees(out: Path, reference: Path) -> tuple[bool, str]:
+    result = jaxmem("compare", out, reference)
+    return result.returncode == 0, result.stdout.strip().splitlines()[-1] if result.stdout.strip() else said(result)
+
+
+def stored_runs(out: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{out / 'results.sqlite'}?mode=ro", uri=True) as db:
+            return db.execute("select count(*) from runs").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def kill_nine(tmp: Path, reference: Path, kills: int) -> None:
+    out, rng, landed = tmp / "kill9", random.Random(6), 0
+    for _ in range(kills):
+        child = started("run", SPEC, "--out", out, "--quiet")
+        time.sleep(rng.uniform(0.5, 4.0))
+        if child.poll() is not None:
+            break
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        landed += 1
+    final = jaxmem("run", SPEC, "--out", out, "--quiet")
+    same, words = agrees(out, reference)
+    record(f"kill -9 × {landed} at random times, then rerun", "exit 0; compare agrees",
+           final.returncode == 0 and same, f"exit {final.returncode}; {words}")
+
+
+def stop_with(tmp: Path, reference: Path, sig: signal.Signals, code: int) -> None:
+    out = tmp / f"stop-{sig.name}"
+    child = started("run", SPEC, "--out", out, "--quiet")
+    deadline = time.time() + 120
+    while stored_runs(out) < 4 and time.time() < deadline and child.poll() is None:
+        time.sleep(0.1)
+    child.send_signal(sig)
+    output, _ = child.communicate(timeout=120)
+    resumed = jaxmem("run", SPEC, "--out", out, "--quiet")
+    same, words = agrees(out, reference)
+    record(f"{sig.name} mid-sweep, then rerun", f"exit {code}; rerun exit 0; compare agrees",
+           child.returncode == code and resumed.returncode == 0 and same,
+           f"exit {child.returncode} ({said(subprocess.CompletedProcess([], 0, output, ''))}); rerun exit "
+           f"{resumed.returncode}; {words}")
+
+
+def concurrent(tmp: Path) -> None:
+    out = tmp / "concurrent"
+    first = started("run", SPEC, "--out", out, "--quiet")
+    time.sleep(3.0)
+    second = jaxmem("run", SPEC, "--out", out, "--quiet")
+    first.communicate(timeout=300)
+    record("a second run into a folder in use", "exit 3 naming the holder",
+           second.returncode == 3, f"exit {second.returncode}: {said(second)}")
+
+
+def damaged_store(tmp: Path, reference: Path) -> None:
+    out = tmp / "flipped"
+    shutil.copytree(reference, out)
+    with sqlite3.connect(out / "results.sqlite") as db:  # a changed value, not through jaxmem: a flipped bit
+        db.execute("drop trigger if exists runs_checksum")
+        db.execute("update runs set max_metric = max_metric + 1 where rowid = 1")
+    status = jaxmem("status", out)
+    rerun = jaxmem("run", SPEC, "--out", out, "--quiet")
+    same, words = agrees(out, reference)
+    record("a changed value in the store", "status exit 4 naming it; run moves it aside, recomputes; agrees",
+           status.returncode == 4 and rerun.returncode == 0 and same,
+           f"status exit {status.returncode}: {said(status)}; run exit {rerun.returncode}; {words}")
+    out = tmp / "deleted"
+    shutil.copytree(reference, out)
+    with sqlite3.connect(out / "results.sqlite") as db:
+        db.execute("delete from runs where rowid in (select rowid from runs limit 5)")
+    status, rerun = jaxmem("status", out), jaxmem("run", SPEC, "--out", out, "--quiet")
+    record("5 rows deleted from the store", "status and run exit 4 naming the table",
+           status.returncode == 4 and rerun.returncode == 4 and "runs" in said(status),
+           f"status exit {status.returncode}: {said(status)}; run exit {rerun.returncode}")
+    out = tmp / "empty"
+    out.mkdir()
+    (out / "results.sqlite").write_bytes(b"")
+    status, report = jaxmem("status", out), jaxmem("report", out)
+    record("a 0-byte results file", "status and report exit 4, no traceback",
+           status.returncode == report.returncode == 4 and "Traceback" not in status.stderr + report.stderr,
+           f"status exit {status.returncode}: {said(status)}; report exit {report.returncode}")
+
+
+def damaged_checkpoints(tmp: Path, reference: Path) -> None:
+    out = tmp / "checkpoint"
+    child = started("run", SPEC, "--out", out, "--quiet")
+    deadline = time.time() + 120
+    while not any((out / "checkpoints").glob("*/*")) and time.time() < deadline and child.poll() is None:
+        time.sleep(0.05)
+    child.send_signal(signal.SIGTERM)
+    child.communicate(timeout=120)
+    damaged = 0
+    for file in (out / "checkpoints").rglob("*"):
+        if file.is_file() and file.stat().st_size > 0:
+            file.write_bytes(file.read_bytes()[: file.stat().st_size // 2])
+            damaged += 1
+    rerun = jaxmem("run", SPEC, "--out", out, "--quiet")
+    same, words = agrees(out, reference)
+    record(f"every checkpoint file truncated ({damaged} files) after SIGTERM", "rerun exit 0; agrees",
+           rerun.returncode == 0 and same, f"rerun exit {rerun.returncode}; {words}")
+
+
+def full_disk(tmp: Path, reference: Path) -> None:
+    mount = tmp / "small"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True).returncode:
+        record("a full disk", "exit 4 'no space left'", True, "not run: mount -t tmpfs is not permitted here")
+        return
+    try:
+        out = mount / "out"
+        shutil.copytree(reference, out)
+        filler = mount / "filler"
+        subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=64k"], capture_output=True)
+        rerun, status = jaxmem("run", SPEC, "--out", out, "--quiet"), jaxmem("status", out)
+        kept = not list(mount.glob("out/results.sqlite.corrupt*"))
+        filler.unlink()
+        after = jaxmem("run", SPEC, "--out", out, "--quiet")
+        same, words = agrees(out, reference)
+        record("a full disk under a finished store", "exit 4 'no space left'; never moved aside; "
+               "after room is made: nothing to run, agrees",
+               rerun.returncode == 4 and "no space left" in said(rerun) and kept and after.returncode == 0 and same,
+               f"run exit {rerun.returncode}: {said(rerun)}; status exit {status.returncode}; moved aside: "
+               f"{not kept}; after room: exit {after.returncode}, {words}")
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True)
+
+
+def read_only(tmp: Path, reference: Path) -> None:
+    """A read-only bind mount of a finished folder (root writes through file modes, not through that)."""
+    source, out = tmp / "readonly-source", tmp / "readonly"
+    shutil.copytree(reference, source)
+    out.mkdir()
+    mounted = not subprocess.run(["mount", "--bind", str(source), str(out)], capture_output=True).returncode
+    if not mounted or subprocess.run(["mount", "-o", "remount,ro,bind", str(out)], capture_output=True).returncode:
+        record("a read-only output folder", "status exit 0; run exit 4", True, "not run: bind mounts not permitted")
+        return
+    try:
+        status, rerun = jaxmem("status", out), jaxmem("run", SPEC, "--out", out, "--quiet")
+        record("a read-only mount of a finished folder", "status exit 0; run exit 4 naming it",
+               status.returncode == 0 and rerun.returncode == 4,
+               f"status exit {status.returncode}; run exit {rerun.returncode}: {said(rerun)}")
+    finally:
+        subprocess.run(["umount", str(out)], capture_output=True)
+
+
+def bad_input(tmp: Path) -> None:
+    cases = [
+        ("--set seeds=x", ["run", SPEC, "--set", "seeds=x", "--out", tmp / "b1"], 2),
+        ("--set grid.d=[-1]", ["run", SPEC, "--set", "fixed.d=-1", "--out", tmp / "b2"], 2),
+        ("--set on an unknown key", ["run", SPEC, "--set", "train.stepz=3", "--out", tmp / "b3"], 2),
+        ("an unknown experiment", ["run", "no_such_sweep"], 2),
+        ("a 256-character --out", ["run", SPEC, "--out", tmp / ("x" * 256)], 2),
+        ("--out naming a file", ["run", SPEC, "--out", SPEC], 2),
+        ('--out ""', ["run", SPEC, "--out", ""], 2),
+        ("status of a folder with no results", ["status", tmp], 2),
+    ]
+    for attack, args, code in cases:
+        result = jaxmem(*args)
+        ok = result.returncode == code and "Traceback" not in result.stderr
+        record(attack, f"exit {code}, one line, no traceback", ok, f"exit {result.returncode}: {said(result)}")
+    for content, attack, code in [(os.urandom(64), "a .lock holding random bytes", 0), (None, "a .lock directory", 3)]:
+        out = tmp / f"lock-{code}"
+        out.mkdir()
+        (out / ".lock").mkdir() if content is None else (out / ".lock").write_bytes(content)
+        result = jaxmem("run", SPEC, "--out", out, "--quiet")
+        record(attack, f"exit {code}" + (", taken over with a warning" if code == 0 else ", naming it"),
+               result.returncode == code, f"exit {result.returncode}: {said(result)}")
+
+
+BROKEN = {
+    "raise in init": "def init(key, shape, dyn):\n    raise RuntimeError('boom')\n",
+    "a vector loss": "def loss(params, problem, shape, dyn, key):\n    return params['w']\n",
+    "a missing metric": "def evaluate(params, problem, shape, dyn):\n    return {}\n",
+    "a syntax error": "def init(key, shape dyn):\n    pass\n",
+}
+EXPERIMENT = """
+import jax.numpy as jnp
+from jaxmem.experiments.interface import Costs, Experiment, static
+def init(key, shape, dyn):
+    return {"w": jnp.ones(shape["d"])}, {}
+def loss(params, problem, shape, dyn, key):
+    return jnp.sum(params["w"] ** 2)
+def evaluate(params, problem, shape, dyn):
+    return {"loss": jnp.sum(params["w"] ** 2)}
+"""
+FOOTER = """
+EXPERIMENT = Experiment(name="broken", doc="", fields={"d": static(int, "size", 2)}, init=init, loss=loss,
+                        evaluate=evaluate, metrics=("loss",), costs=Costs(flops_per_step=lambda c: 1.0))
+"""
+
+
+def broken_experiments(tmp: Path) -> None:
+    for attack, change in BROKEN.items():
+        folder = tmp / f"broken-{len(ROWS)}"
+        folder.mkdir()
+        (folder / "broken_exp.py").write_text(EXPERIMENT + "\n" + change + FOOTER)
+        (folder / "broken.toml").write_text(
+            'experiment = "broken_exp:EXPERIMENT"\nseeds = [0]\n[train]\nsteps = 4\neval_every = 2\n'
+            'metric = "loss"\nlearning_rates = [0.1]\n'
+        )
+        result = jaxmem("run", folder / "broken.toml", "--out", folder / "out", "--quiet", cwd=folder)
+        ok = result.returncode == 2 and "broken_exp" in said(result)
+        record(f"a user experiment with {attack}", "exit 2, first line names the user's module", ok,
+               f"exit {result.returncode}: {said(result)}")
+
+
+def hung_program(tmp: Path) -> None:
+    folder = tmp / "hung"
+    folder.mkdir()
+    (folder / "hung_exp.py").write_text(textwrap.dedent("""
+        import time, jax, jax.numpy as jnp
+        from jaxmem.experiments.interface import Costs, Experiment, static
+        def blocked(x):
+            time.sleep(3600)
+            return x
+        def init(key, shape, dyn):
+            return {"w": jnp.ones(shape["d"])}, {}
+        def loss(params, problem, shape, dyn, key):
+            return jnp.sum(params["w"] ** 2)
+        def evaluate(params, problem, shape, dyn):
+            value = jax.pure_callback(blocked, jax.ShapeDtypeStruct((), jnp.float32), jnp.sum(params["w"]))
+            return {"loss": value}
+        EXPERIMENT = Experiment(name="hung", doc="", fields={"d": static(int, "size", 2)}, init=init, loss=loss,
+                                evaluate=evaluate, metrics=("loss",), costs=Costs(flops_per_step=lambda c: 1.0))
+    """))
+    (folder / "hung.toml").write_text(
+        'experiment = "hung_exp:EXPERIMENT"\nseeds = [0]\n[train]\nsteps = 4\neval_every = 2\nmetric = "loss"\n'
+        "learning_rates = [0.1]\n"
+    )
+    child = started("run", folder / "hung.toml", "--out", folder / "out", "--quiet", cwd=folder)
+    seen, deadline = "", time.time() + 120
+    while "has not returned" not in seen and time.time() < deadline and child.poll() is None:
+        seen += child.stdout.readline()
+    sent = time.time()
+    child.send_signal(signal.SIGTERM)
+    output, _ = child.communicate(timeout=120)
+    took = time.time() - sent
+    record("a program that never returns, then SIGTERM", "reported as not returning; exit 143 within ~10 s",
+           "has not returned" in seen and child.returncode == 143 and took < 20,
+           f"reported: {'has not returned' in seen}; exit {child.returncode} after {took:.1f} s")
+
+
+def hang_preset(tmp: Path) -> None:
+    start = time.time()
+    result = jaxmem("run", ROOT / "sweeps/chen_li24/e1_phase1_bias.toml", "--preset", "quick", "--set", "grid.d=[64]",
+                    "--set", "grid.k=[4]", "--set", "seeds=[0]", "--out", tmp / "e1", "--quiet", timeout=600)
+    record("the e1_phase1_bias quick preset at d = 64 (hung before)", "finishes", result.returncode == 0,
+           f"exit {result.returncode} in {time.time() - start:.0f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--out", default=str(HERE / "RESULTS_attacks.md"))
+    args = parser.parse_args()
+    started_at = time.time()
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        reference = tmp / "reference"
+        assert jaxmem("run", SPEC, "--out", reference, "--quiet").returncode == 0
+        kill_nine(tmp, reference, args.kills)
+        stop_with(tmp, reference, signal.SIGTERM, 143)
+        stop_with(tmp, reference, signal.SIGINT, 130)
+        concurrent(tmp)
+        damaged_store(tmp, reference)
+        damaged_checkpoints(tmp, reference)
+        full_disk(tmp, reference)
+        read_only(tmp, reference)
+        bad_input(tmp)
+        broken_experiments(tmp)
+        hung_program(tmp)
+        hang_preset(tmp)
+    failed = sum(row[-1] != "PASS" for row in ROWS)
+    lines = [
+        "# The attack list, rerun",
+        "",
+        f"`python benchmarks/attacks.py --kills {args.kills}` on {time.strftime('%Y-%m-%d %H:%M %Z')}, "
+        f"{time.time() - started_at:.0f} s; {len(ROWS) - failed} of {len(ROWS)} attacks end as they must. Each "
+        "attack runs the real `jaxmem` command in its own process on tests/specs/tiny_kill.toml; 'agrees' means "
+        "`jaxmem compare` against one uninterrupted run finds no difference.",
+        "",
+        "| attack | must end in | outcome | |",
+        "| --- | --- | --- | --- |",
+        *(f"| {' | '.join(row)} |" for row in ROWS),
+    ]
+    Path(args.out).write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
