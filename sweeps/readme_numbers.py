@@ -1,0 +1,665 @@
+"""Every number the sweep READMEs quote, and docs/gallery.md, regenerated from the stores of the sweeps' runs.
+
+    python sweeps/readme_numbers.py [--run] [--family F] [--sweeps a,b] [--results DIR] [--check]
+
+A README (sweeps/<family>/README*.md) or docs/gallery.md holds generated blocks:
+
+    <!-- numbers: <sweep> <preset> <kind> [options] -->
+    ... written by this script ...
+    <!-- /numbers -->
+
+A block is rendered from the store of `jaxmem run sweeps/<family>/<sweep>.toml --preset <preset>` in
+DIR/<sweep>-<preset> (DIR: results/numbers). The store's report is written again first (`jaxmem report`:
+the current report code), then read through jaxmem.report.headline: report.md's sections and verdicts and
+the report's CSVs. Every block starts with the preset and seeds it comes from and the command that
+regenerates it; a block whose store is missing says so, with that command.
+
+  --run       run (or resume) the preset of every selected block first, one at a time (`jaxmem run`: a
+              finished store is left as it is)
+  --check     write nothing; exit 1 when a block would change, naming it
+  --family F  only the READMEs of sweeps/F/ and the gallery entries of F's sweeps
+  --sweeps    only the blocks of these sweeps (comma-separated)
+  --reuse-reports
+              read each store's report as it was last written (faster: a report with host reference
+              checks re-solves them); the default writes it again with the current report code
+
+Kinds (options key=value; lists comma-separated; quote a value with spaces):
+  capacity            per grid point the answer's median, 25–75 %, answered searches and ratios (capacity.csv)
+  verdicts [section=S]
+                      every verdict report.md states, with its reason (sections starting with S)
+  section "HEADING"   a report.md section quoted: its bullet lines and tables (table columns constant over two
+                      or more rows left out)
+  csv NAME [columns=a,b] [where=f=v]
+                      a report CSV (relation_fits, final_eval_readoff, rates, references, ...) as a table; a
+                      per-run CSV gets the runs' config fields
+  final metrics=a,b [by=x,y] [where=f=v]
+                      per grid point each final metric's median (min–max) over seeds (runs.csv)
+  steps metric=a,b steps=1,10 [by=x] [stat=mean|median] [multiply=step] [where=f=v]
+                      recorded metrics at the logged steps nearest to the given ones (trajectories.csv)
+  order metric=m by=x [direction=increasing|decreasing] [stat=mean|median] [from=k] [where=f=v]
+                      at how many logged steps the metric's mean (median) over seeds is monotone in x
+  ahead metric=m by=f lower=a upper=b [per=x] [stat=mean|median] [where=f=v]
+                      at how many logged steps the metric is lower for f = a than for f = b
+  fit metric=m x=f [range=lo,hi] [abs=true] [expect=lo,hi] [where=f=v]
+                      the log-log slope of a final metric's per-x medians, its 95 % interval, per-seed slopes
+  theory x=X quantity=Q [column=C]
+                      li_thesis R4.10: a chapter-4 bound per X beside the measured value
+                      (sweeps/li_thesis/analyze.py's overlay)
+  gallery [plot=FILE] the figure (copied to docs/gallery/<sweep>.png), the report's verdicts, the command
+`where` may be given more than once (every condition must hold); its value may list alternatives, where=H=1|4.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import importlib.util
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+SWEEPS = ROOT / "sweeps"
+GALLERY = ROOT / "docs" / "gallery.md"
+BLOCK = re.compile(r"(<!-- numbers: (?P<what>.*?) -->\n)(?P<body>.*?)(<!-- /numbers -->)", re.S)
+PLOTS = ("capacity.png", "heatmap.png", "trajectory.png", "final_eval.png", "relations.png", "escape.png")
+PLOTS += ("success_map.png", "instance.png")
+DASH = "–"
+
+
+class BlockError(ValueError):
+    """A block this script cannot render (an unknown kind or option, a section the report lacks)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Block:
+    """One generated block: the file it is in, its sweep, preset, kind and options (key, value) pairs."""
+
+    path: Path
+    sweep: str
+    preset: str
+    kind: str
+    args: tuple[str, ...]
+    options: tuple[tuple[str, str], ...]
+
+    def option(self, key: str, default: str | None = None) -> str | None:
+        found = [v for k, v in self.options if k == key]
+        if len(found) > 1:
+            raise BlockError(f"{self}: {key} given {len(found)} times")
+        return found[0] if found else default
+
+    def where(self) -> list[tuple[str, str]]:
+        return [tuple(v.split("=", 1)) for k, v in self.options if k == "where"]
+
+    def __str__(self) -> str:
+        return f"{self.path.relative_to(ROOT)}: {self.sweep} {self.preset} {self.kind}"
+
+
+def parse_block(path: Path, what: str) -> Block:
+    """The Block of a `<!-- numbers: what -->` marker."""
+    words = shlex.split(what)
+    if len(words) < 3:
+        raise BlockError(f"{path}: '<!-- numbers: {what} -->' needs a sweep, a preset and a kind")
+    sweep, preset, kind, *rest = words
+    args = tuple(w for w in rest if "=" not in w)
+    options = tuple(tuple(w.split("=", 1)) for w in rest if "=" in w)
+    return Block(path, sweep, preset, kind, args, options)
+
+
+def blocks_of(path: Path) -> list[Block]:
+    return [parse_block(path, m.group("what")) for m in BLOCK.finditer(path.read_text())]
+
+
+def spec_path(sweep: str) -> Path:
+    """sweeps/<family>/<sweep>.toml, the one shipped spec of that name."""
+    found = sorted(SWEEPS.glob(f"*/{sweep}.toml"))
+    if len(found) != 1:
+        raise BlockError(f"sweep {sweep!r}: {len(found)} specs named {sweep}.toml under sweeps/")
+    return found[0]
+
+
+def family_of(sweep: str) -> str:
+    return spec_path(sweep).parent.name
+
+
+def regenerate_command(block: Block) -> str:
+    return f"python sweeps/readme_numbers.py --run --sweeps {block.sweep}"
+
+
+def seeds_text(seeds: tuple[int, ...]) -> str:
+    """e.g. "seeds 0–4", "seeds 0, 1, 11"."""
+    if len(seeds) > 2 and list(seeds) == list(range(seeds[0], seeds[-1] + 1)):
+        return f"seeds {seeds[0]}–{seeds[-1]}"
+    return ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(map(str, seeds))
+
+
+def source_line(block: Block, headline) -> str:
+    """The block's first line: preset, seeds, and the command that regenerates it."""
+    partial = f" **{headline.partial}**" if headline.partial else ""
+    return (
+        f"*`{block.preset}` preset, {seeds_text(headline.seeds)}; regenerate: `{regenerate_command(block)}`*{partial}"
+    )
+
+
+def missing_text(block: Block) -> str:
+    return (
+        f"*Not run here: the `{block.preset}` preset of `{block.sweep}`; run it and regenerate with "
+        f"`{regenerate_command(block)}`.*"
+    )
+
+
+# ---- formatting
+
+
+def sig(value, digits: int = 3) -> str:
+    """A number to `digits` significant digits (integers as they are); "–" for NaN."""
+    if value is None or (isinstance(value, float) and not np.isfinite(value) and np.isnan(value)):
+        return DASH
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, str):
+        return value
+    value = float(value)
+    if value.is_integer() and abs(value) < 1e6:
+        return str(int(value))
+    return f"{value:.{digits}g}"
+
+
+def spread_text(values: pd.Series) -> str:
+    """ "median (min–max)" of the finite values; a single value alone."""
+    v = pd.to_numeric(values, errors="coerce").dropna()
+    if v.empty:
+        return DASH
+    if len(v) == 1 or v.min() == v.max():
+        return sig(v.iloc[0])
+    return f"{sig(v.median())} ({sig(v.min())}–{sig(v.max())})"
+
+
+def table(headers: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    return "\n".join(lines + ["| " + " | ".join(sig(c) for c in row) + " |" for row in rows])
+
+
+def matches(column: pd.Series, value: str) -> pd.Series:
+    """Rows whose cell equals `value` (or one of "a|b|c"), numerically where both are numbers."""
+    numbers = pd.to_numeric(column, errors="coerce")
+    found = pd.Series(False, index=column.index)
+    for one in value.split("|"):
+        try:
+            found |= numbers == float(one)
+        except ValueError:
+            found |= column.astype(str) == one
+    return found
+
+
+def selected(frame: pd.DataFrame, block: Block) -> pd.DataFrame:
+    for field, value in block.where():
+        if field not in frame:
+            raise BlockError(f"{block}: where {field}: no such column")
+        frame = frame[matches(frame[field], value)]
+    return frame
+
+
+def listed(block: Block, key: str, default: str | None = None) -> list[str]:
+    value = block.option(key, default)
+    if value is None:
+        raise BlockError(f"{block}: needs {key}=")
+    return [v for v in value.split(",") if v]
+
+
+def required(frame: pd.DataFrame | None, name: str, block: Block) -> pd.DataFrame:
+    if frame is None:
+        raise BlockError(f"{block}: the report wrote no {name}.csv")
+    return frame
+
+
+def varying(frame: pd.DataFrame, columns: list[str]) -> list[str]:
+    return [c for c in columns if frame[c].astype(str).nunique() > 1]
+
+
+# ---- kinds
+
+
+def capacity_kind(block: Block, headline) -> str:
+    """Per grid point: the varying config fields, the answer's median and quartiles (≥/≤ where censored),
+    answered searches and each ratio's median (min–max)."""
+    from jaxmem.report.capacity.markdown import answered_text, bounded, censored_text
+
+    points = required(headline.table("capacity"), "capacity", block)
+    config = list(points.columns[1 : list(points.columns).index("params")])
+    keys = varying(points, config)
+    ratios = [c.removesuffix(" median") for c in points.columns if c.endswith(" median")]
+    variable = headline.variable or "answer"
+    headers = keys + [f"{variable} median", "25–75 %", "answered", "censored"]
+    headers += [f"{r} median (min–max)" for r in ratios]
+    rows = []
+    for r in points.to_dict("records"):
+        cells = [r[k] for k in keys]
+        cells += [
+            bounded(r["capacity_median"], r["capacity_median_censored"] or ""),
+            f"{bounded(r['capacity_q25'], r['capacity_q25_censored'] or '')} – "
+            f"{bounded(r['capacity_q75'], r['capacity_q75_censored'] or '')}",
+            answered_text(r, None),
+            censored_text(r),
+        ]
+        cells += [spread_of(r, ratio) for ratio in ratios]
+        rows.append(cells)
+    return table(headers, rows)
+
+
+def spread_of(row: dict, label: str) -> str:
+    median, lo, hi = (row[f"{label} {s}"] for s in ("median", "min", "max"))
+    if pd.isna(median):
+        return DASH
+    return sig(median) if lo == hi else f"{sig(median)} ({sig(lo)}–{sig(hi)})"
+
+
+def verdicts_kind(block: Block, headline) -> str:
+    """Every verdict of report.md (of the sections starting with `section=`), with its section."""
+    found = headline.verdicts
+    prefix = block.option("section")
+    if prefix:
+        found = found[found["section"].str.startswith(prefix)]
+    if found.empty:
+        return "The report states no verdict" + (f" in {prefix}." if prefix else ".")
+    return table(["report section", "check and verdict"], found[["section", "check"]].values.tolist())
+
+
+def section_kind(block: Block, headline) -> str:
+    """A report.md section's bullet lines and tables, quoted; table columns constant over 2+ rows dropped."""
+    if len(block.args) != 1:
+        raise BlockError(f'{block}: give one section heading, e.g. section "Fitted slope"')
+    name = block.args[0]
+    if name not in headline.sections:
+        raise BlockError(f"{block}: report.md has no section {name!r} (it has: {', '.join(headline.sections)})")
+    parts, rows = [], []
+    for line in headline.sections[name].splitlines() + [""]:
+        if line.startswith("|"):
+            rows.append(line)
+            continue
+        if rows:
+            parts.append(without_constant_columns(rows))
+            rows = []
+        if line.startswith("- "):
+            parts.append(line)
+    return "\n".join(p if p.startswith("- ") else f"\n{p}\n" for p in parts).strip("\n").replace("\n\n\n", "\n\n")
+
+
+def without_constant_columns(lines: list[str]) -> str:
+    """A markdown table without the columns whose cells hold one value over two or more rows."""
+    cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
+    header, body = cells[0], [row for row in cells[1:] if not all(set(c) <= set("-: ") for c in row)]
+    keep = [i for i in range(len(header)) if len(body) < 2 or len({row[i] for row in body}) > 1]
+    rows = [[row[i] for i in keep] for row in [header, ["---"] * len(header), *body]]
+    return "\n".join("| " + " | ".join(row) + " |" for row in rows)
+
+
+def csv_kind(block: Block, headline) -> str:
+    """A report CSV, its selected columns and rows."""
+    if len(block.args) != 1:
+        raise BlockError(f"{block}: give one CSV name, e.g. csv relation_fits")
+    frame = required(headline.table(block.args[0]), block.args[0], block)
+    runs = headline.table("runs")
+    if "run_id" in frame and runs is not None:  # per-run tables get the runs' config fields
+        fields = [f for f in headline.fields if f in runs and f not in frame]
+        frame = frame.merge(runs[["run_id", *fields]], on="run_id", how="left")
+    frame = selected(frame, block)
+    columns = listed(block, "columns", ",".join(frame.columns))
+    unknown = [c for c in columns if c not in frame]
+    if unknown:
+        raise BlockError(f"{block}: {block.args[0]}.csv has no column {', '.join(unknown)}")
+    return table(columns, frame[columns].values.tolist())
+
+
+def final_kind(block: Block, headline) -> str:
+    """Per grid point (the `by` fields, else the varying config fields): each final metric's median (min–max)
+    over the seeds, from the best learning rate's run of each (point, seed) as runs.csv holds them."""
+    runs = selected(required(headline.table("runs"), "runs", block), block)
+    metrics = listed(block, "metrics")
+    columns = [m if m in runs else f"final_{m}" for m in metrics]
+    unknown = [m for m, c in zip(metrics, columns) if c not in runs]
+    if unknown:
+        raise BlockError(f"{block}: runs.csv has no metric {', '.join(unknown)}")
+    candidates = [c for c in (*headline.fields, "lr") if c in runs]
+    by = listed(block, "by", ",".join(varying(runs, candidates)))
+    rows = []
+    for key, group in runs.groupby(by, sort=True) if by else [((), runs)]:
+        key = key if isinstance(key, tuple) else (key,)
+        rows.append([*key, group["seed"].nunique(), *(spread_text(group[c]) for c in columns)])
+    return table([*by, "seeds", *metrics], rows)
+
+
+def stat_of(block: Block):
+    stat = block.option("stat", "mean")
+    if stat not in ("mean", "median"):
+        raise BlockError(f"{block}: stat is mean or median, got {stat}")
+    return stat
+
+
+def trajectories_of(block: Block, headline, metrics: list[str]) -> pd.DataFrame:
+    frame = selected(required(headline.table("trajectories"), "trajectories", block), block)
+    unknown = [m for m in metrics if m not in frame]
+    if unknown:
+        raise BlockError(f"{block}: trajectories.csv has no metric {', '.join(unknown)}")
+    return frame
+
+
+def nearest_steps(logged: np.ndarray, wanted: list[float]) -> list[int]:
+    """The logged step nearest to each wanted one (in ln step; step 0 only for 0)."""
+    positive = logged[logged > 0]
+    return [int(0 if w == 0 else positive[np.argmin(np.abs(np.log(positive) - np.log(w)))]) for w in wanted]
+
+
+def steps_kind(block: Block, headline) -> str:
+    """Each metric's mean (median) over seeds at the logged steps nearest to `steps`, a row per `by` value
+    and metric; `multiply=step` gives k times the metric (e.g. K·L̂(θ_K))."""
+    metrics, stat = listed(block, "metric"), stat_of(block)
+    frame = trajectories_of(block, headline, metrics)
+    steps = nearest_steps(np.unique(frame["step"].to_numpy()), [float(s) for s in listed(block, "steps")])
+    by = listed(block, "by", "")
+    frame = frame[frame["step"].isin(steps)].copy()
+    factor = block.option("multiply")
+    if factor not in (None, "step"):
+        raise BlockError(f"{block}: multiply is step, got {factor}")
+    rows = []
+    for key, group in frame.groupby(by, sort=True) if by else [((), frame)]:
+        key = key if isinstance(key, tuple) else (key,)
+        for metric in metrics:
+            values = group[metric] * (group["step"] if factor else 1)
+            per_step = values.groupby(group["step"]).agg(stat)
+            rows.append([*key, ("k·" if factor else "") + metric, *(per_step.get(s, np.nan) for s in steps)])
+    return f"{stat.capitalize()} over seeds at the logged step k nearest to the one asked for:\n\n" + table(
+        [*by, "metric", *(f"k = {s}" for s in steps)], rows
+    )
+
+
+def order_kind(block: Block, headline) -> str:
+    """At how many logged steps the metric's mean (median) over seeds is monotone in `by` (ties allowed),
+    and the range of the steps where it is not; per series of the other `where` selections."""
+    metric, stat = block.option("metric"), stat_of(block)
+    x = block.option("by")
+    direction = block.option("direction", "increasing")
+    if x is None or direction not in ("increasing", "decreasing"):
+        raise BlockError(f"{block}: needs by= and direction increasing or decreasing")
+    frame = trajectories_of(block, headline, [metric])
+    frame = frame[frame["step"] >= float(block.option("from", "0"))]
+    curves = frame.groupby(["step", x])[metric].agg(stat).unstack(x).sort_index(axis=1)
+    steps_diff = np.diff(curves.to_numpy(), axis=1)
+    monotone = np.all(steps_diff >= 0 if direction == "increasing" else steps_diff <= 0, axis=1)
+    failed = curves.index[~monotone]
+    where = f"k = {sig(failed.min())}–{sig(failed.max())}" if len(failed) else DASH
+    word = "non-decreasing" if direction == "increasing" else "non-increasing"
+    return table(
+        [f"{stat} {metric} {word} in {x}", "logged steps", "not at", f"{x} values"],
+        [
+            [
+                f"{int(monotone.sum())} of {len(monotone)}",
+                f"{sig(curves.index.min())}–{sig(curves.index.max())}",
+                where,
+                ", ".join(sig(v) for v in curves.columns),
+            ]
+        ],
+    )
+
+
+def ahead_kind(block: Block, headline) -> str:
+    """At how many logged steps the metric's mean (median) over seeds is lower for `by` = `lower` than for
+    `by` = `upper`, per value of `per`."""
+    metric, stat, field = block.option("metric"), stat_of(block), block.option("by")
+    lower, upper = block.option("lower"), block.option("upper")
+    if None in (metric, field, lower, upper):
+        raise BlockError(f"{block}: needs metric=, by=, lower= and upper=")
+    frame = trajectories_of(block, headline, [metric])
+    per = listed(block, "per", "")
+    rows = []
+    for key, group in frame.groupby(per, sort=True) if per else [((), frame)]:
+        key = key if isinstance(key, tuple) else (key,)
+        curves = group.groupby(["step", field])[metric].agg(stat).unstack(field)
+        for name in (lower, upper):
+            if name not in curves.columns.astype(str):
+                raise BlockError(f"{block}: no {field} = {name}")
+        curves.columns = curves.columns.astype(str)
+        below = curves[lower] < curves[upper]
+        later = below.index[~below]
+        rows.append([*key, f"{int(below.sum())} of {len(below)}", f"{sig(later.max())}" if len(later) else DASH])
+    return table([*per, f"{stat} {metric}: {lower} below {upper} at logged steps", "last step where not"], rows)
+
+
+def fit_kind(block: Block, headline) -> str:
+    """Least squares of ln y on ln x over the per-x medians of a final metric y (`abs=true`: of |y|),
+    x in `range=lo,hi`, with the slope's 95 % interval (jaxmem.report.verdicts) and the per-seed slopes;
+    `expect=lo,hi` judges the slope as the report judges one."""
+    from jaxmem.report.capacity.fit import fit_line
+    from jaxmem.report.text import spread
+    from jaxmem.report.verdicts import slope_check, slope_text, slope_verdict
+
+    runs = selected(required(headline.table("runs"), "runs", block), block)
+    x, metric = block.option("x"), block.option("metric")
+    column = metric if metric in runs else f"final_{metric}"
+    if x not in runs or column not in runs:
+        raise BlockError(f"{block}: runs.csv needs columns {x} and {column}")
+    lo, hi = (float(v) for v in listed(block, "range", f"{runs[x].min()},{runs[x].max()}"))
+    runs = runs[runs[x].between(lo, hi)]
+    y = runs[column].abs() if block.option("abs") == "true" else runs[column]
+    logs = pd.DataFrame({"x": np.log(runs[x].astype(float)), "y": np.log(y.astype(float)), "seed": runs["seed"]})
+    medians = logs.groupby("x")["y"].median()
+    fit = fit_line(medians.index, medians.to_numpy())
+    seeds = [fit_line(g["x"], g["y"])["b"] for _, g in logs.groupby("seed")]
+    name = f"ln |{metric}|" if block.option("abs") == "true" else f"ln {metric}"
+    lines = [
+        f"- {name} on ln {x} over {x} in [{sig(lo)}, {sig(hi)}], per-{x} medians ({fit['n']} points): "
+        f"slope {slope_text(fit)}; per seed {spread(seeds, 3)} ({len(seeds)} seeds)"
+    ]
+    if block.option("expect"):
+        band = tuple(float(v) for v in listed(block, "expect"))
+        lines.append(f"- {slope_check(band, slope_verdict(fit, band))}")
+    return "\n".join(lines)
+
+
+def theory_kind(block: Block, headline) -> str:
+    """li_thesis R4.10: per x the chapter-4 quantity beside the measured value (analyze.py's overlay)."""
+    analyze = script_module(SWEEPS / "li_thesis" / "analyze.py")
+    x, quantity, column = block.option("x"), block.option("quantity"), block.option("column")
+    searches = headline.table("searches")
+    if searches is not None:
+        side = searches["censored"].fillna("")
+        answer = searches["capacity"].where(side == "", np.where(side == "above", np.inf, 0.0))
+        measured, rows, label = answer.groupby(searches[x]).median(), searches, "n* median"
+    else:
+        rows = required(headline.table("runs"), "runs", block)
+        name = column if column in rows else f"final_{column}"
+        measured, label = rows.groupby(x)[name].mean(), f"mean {name}"
+    points = rows.groupby(x)[list(analyze.POINT_FIELDS)].first()
+    predicted = points.apply(lambda p: analyze.predicted(p, quantity), axis=1)
+    from scipy import stats
+
+    rho = stats.spearmanr(measured, predicted).statistic
+    body = table([x, label, quantity], [[k, measured[k], predicted[k]] for k in measured.index])
+    return body + f"\n\nSpearman ρ(measured, {quantity}) over {len(measured)} points: {sig(rho)}"
+
+
+def script_module(path: Path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def gallery_kind(block: Block, headline) -> str:
+    """The figure (copied next to docs/gallery.md by `main`), the report's verdicts."""
+    gallery_source(block, headline)
+    figure = gallery_figure(block).relative_to(block.path.parent)
+    lines = [f"![{block.sweep}, {block.preset} preset]({figure})", ""]
+    if headline.verdicts.empty:
+        lines.append("Verdict: the report states none for this sweep; its numbers are in the family's README.")
+    else:
+        lines += ["Verdicts of the report:", ""]
+        lines += [f"- {r.section}: {r.check}" for r in headline.verdicts.itertuples()]
+    return "\n".join(lines)
+
+
+def gallery_figure(block: Block) -> Path:
+    suffix = "" if block.preset == "quick" else f"-{block.preset}"
+    return GALLERY.parent / "gallery" / f"{block.sweep}{suffix}.png"
+
+
+def gallery_source(block: Block, headline) -> Path:
+    """The report's plot a gallery block shows: its `plot=`, else the first of PLOTS the report wrote."""
+    name = block.option("plot") or next((p for p in PLOTS if (headline.folder / p).exists()), None)
+    if name is None or not (headline.folder / name).exists():
+        raise BlockError(f"{block}: the report wrote no {name or 'plot'}")
+    return headline.folder / name
+
+
+def copy_figures(blocks: list[Block], headlines: dict) -> None:
+    """Each rendered gallery block's figure, copied to docs/gallery/."""
+    for block in blocks:
+        headline = headlines[(block.sweep, block.preset)]
+        if block.kind == "gallery" and headline is not None:
+            target = gallery_figure(block)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(gallery_source(block, headline), target)
+
+
+KINDS = {
+    "capacity": capacity_kind,
+    "verdicts": verdicts_kind,
+    "section": section_kind,
+    "csv": csv_kind,
+    "final": final_kind,
+    "steps": steps_kind,
+    "order": order_kind,
+    "ahead": ahead_kind,
+    "fit": fit_kind,
+    "theory": theory_kind,
+    "gallery": gallery_kind,
+}
+
+
+# ---- stores, rendering, files
+
+
+def store_folder(results: Path, block: Block) -> Path:
+    return results / f"{block.sweep}-{block.preset}"
+
+
+def run_preset(results: Path, block: Block) -> None:
+    """`jaxmem run` the block's preset into its store folder (resumes; a finished sweep is left as it is)."""
+    folder = store_folder(results, block)
+    jaxmem = shutil.which("jaxmem", path=str(Path(sys.executable).parent)) or "jaxmem"
+    command = [jaxmem, "run", str(spec_path(block.sweep)), "--preset", block.preset, "--out", str(folder)]
+    print("running:", " ".join(command), flush=True)
+    done = subprocess.run(command, cwd=ROOT)
+    if done.returncode != 0:
+        sys.exit(f"readme_numbers: `{' '.join(command)}` failed with exit code {done.returncode}")
+
+
+def load_headlines(results: Path, blocks: list[Block], rewrite: bool = True) -> dict[tuple[str, str], object]:
+    """The headline of every stored sweep the blocks name (`rewrite`: its report written again first); None
+    where the store is missing."""
+    from jaxmem.report.from_store import report
+    from jaxmem.report.headline import headline
+
+    found = {}
+    for block in blocks:
+        key = (block.sweep, block.preset)
+        if key in found:
+            continue
+        folder = store_folder(results, block)
+        if not (folder / "results.sqlite").exists():
+            found[key] = None
+            continue
+        if rewrite or not (folder / "report.md").exists():
+            report(folder)
+        found[key] = headline(folder)
+    return found
+
+
+def render(block: Block, headline) -> str:
+    if headline is None:
+        return missing_text(block)
+    if block.kind not in KINDS:
+        raise BlockError(f"{block}: unknown kind (one of {', '.join(KINDS)})")
+    return source_line(block, headline) + "\n\n" + KINDS[block.kind](block, headline).strip("\n")
+
+
+def rewritten(path: Path, headlines: dict, chosen) -> str:
+    """`path`'s text with every chosen block rendered again."""
+
+    def replace(match: re.Match) -> str:
+        block = parse_block(path, match.group("what"))
+        if not chosen(block):
+            return match.group(0)
+        body = render(block, headlines[(block.sweep, block.preset)])
+        return f"{match.group(1)}{body}\n{match.group(4)}"
+
+    return BLOCK.sub(replace, path.read_text())
+
+
+def documents(family: str | None) -> list[Path]:
+    """The READMEs of the sweeps' families (of `family` alone) and the gallery."""
+    readmes = sorted(SWEEPS.glob(f"{family or '*'}/README*.md"))
+    return readmes + ([GALLERY] if GALLERY.exists() else [])
+
+
+def chooser(family: str | None, sweeps: set[str] | None):
+    def chosen(block: Block) -> bool:
+        if sweeps is not None and block.sweep not in sweeps:
+            return False
+        return family is None or family_of(block.sweep) == family
+
+    return chosen
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run", action="store_true", help="run the selected blocks' presets first")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a block would change")
+    parser.add_argument("--family", help="only sweeps/FAMILY/ and its gallery entries")
+    parser.add_argument("--sweeps", help="only the blocks of these sweeps (comma-separated)")
+    parser.add_argument("--results", type=Path, default=ROOT / "results" / "numbers", help="the stores' folder")
+    parser.add_argument("--reuse-reports", action="store_true", help="read the reports as written, not rewritten")
+    args = parser.parse_args(argv)
+    chosen = chooser(args.family, set(args.sweeps.split(",")) if args.sweeps else None)
+    try:
+        paths = documents(args.family)
+        blocks = [b for p in paths for b in blocks_of(p) if chosen(b)]
+        if not blocks:
+            print("readme_numbers: no block selected", file=sys.stderr)
+            return 2
+        if args.run:
+            for block in {(b.sweep, b.preset): b for b in blocks}.values():
+                run_preset(args.results, block)
+        headlines = load_headlines(args.results, blocks, rewrite=not args.reuse_reports)
+        changed = []
+        for path in paths:
+            text = rewritten(path, headlines, chosen)
+            old = path.read_text()
+            if text != old:
+                changed.append(path)
+                if args.check:
+                    name = str(path.relative_to(ROOT))
+                    sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), text.splitlines(True), name, name))
+                else:
+                    path.write_text(text)
+        if not args.check:
+            copy_figures(blocks, headlines)
+    except BlockError as error:
+        print(f"readme_numbers: {error}", file=sys.stderr)
+        return 2
+    for path in changed:
+        print(("would change: " if args.check else "rewrote: ") + str(path.relative_to(ROOT)))
+    return 1 if args.check and changed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

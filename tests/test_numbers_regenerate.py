@@ -1,0 +1,95 @@
+"""The READMEs' generated numbers (sweeps/readme_numbers.py): blocks rendered from a report's headline
+(jaxmem.report.headline), rewritten in place, checked; and a quick preset rerun whose numbers must equal
+the README's."""
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jaxmem.report.headline import Headline, sections_of, verdicts_of
+
+ROOT = Path(__file__).resolve().parent.parent
+REPORT = """# A report
+
+partial: 1 of 2 grid points with results, 3 of 4 searches not finished; sweep interrupted at t.
+
+## Fitted slope (partial: 1 of 4 searches)
+
+Least squares of ln(N) on ln(d).
+
+- Slope: **0.9** (95 % CI [0.8, 1.0])
+- Expected slope in [0.85, 1.15]: **INCONCLUSIVE** (slope CI [0.8, 1] crosses 0.85) (on a partial sweep)
+
+## Relations
+
+### y against x
+
+| check | verdict |
+|---|---|
+| ρ | **PASS** |
+
+- ρ ≥ 0.8: **PASS**; medians non-increasing in x: **FAIL** (a step up at x = 3)
+"""
+
+
+def script():
+    spec = importlib.util.spec_from_file_location("readme_numbers", ROOT / "sweeps" / "readme_numbers.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["readme_numbers"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_verdict_of_a_report_is_found_with_its_section():
+    sections = sections_of(REPORT)
+    assert list(sections) == ["Fitted slope", "Relations", "Relations / y against x"]
+    found = verdicts_of(sections)
+    assert found.to_dict("records") == [
+        {
+            "section": "Fitted slope",
+            "check": "Expected slope in [0.85, 1.15]: **INCONCLUSIVE** (slope CI [0.8, 1] crosses 0.85)",
+            "outcomes": "INCONCLUSIVE",
+        },
+        {
+            "section": "Relations / y against x",
+            "check": "ρ ≥ 0.8: **PASS**; medians non-increasing in x: **FAIL** (a step up at x = 3)",
+            "outcomes": "PASS, FAIL",
+        },
+        {"section": "Relations / y against x", "check": "check: ρ; verdict: **PASS**", "outcomes": "PASS"},
+    ]
+
+
+def test_blocks_are_rendered_from_their_store_or_say_how_to_make_it(tmp_path):
+    numbers = script()
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        "Prose 1.\n\n<!-- numbers: e1_phase1_bias quick verdicts -->\nstale 0.5\n<!-- /numbers -->\n\n"
+        '<!-- numbers: e2_sample_complexity quick section "Fitted slope" -->\n<!-- /numbers -->\nProse 2.\n'
+    )
+    sections = sections_of(REPORT)
+    stored = Headline(tmp_path, "e1_phase1_bias", "quick", "", (0, 1, 2), ("d",), sections, verdicts_of(sections), "")
+    headlines = {("e1_phase1_bias", "quick"): stored, ("e2_sample_complexity", "quick"): None}
+    text = numbers.rewritten(readme, headlines, lambda block: True)
+    command = "`python sweeps/readme_numbers.py --run --sweeps e1_phase1_bias`"
+    assert "stale" not in text and text.startswith("Prose 1.") and text.endswith("<!-- /numbers -->\nProse 2.\n")
+    assert f"*`quick` preset, seeds 0–2; regenerate: {command}*" in text
+    assert "| Fitted slope | Expected slope in [0.85, 1.15]: **INCONCLUSIVE** (slope CI [0.8, 1] crosses" in text
+    assert "*Not run here: the `quick` preset of `e2_sample_complexity`" in text
+    readme.write_text(text)
+    assert numbers.rewritten(readme, headlines, lambda block: True) == text  # rendering is a fixed point
+    e1_gone = {**headlines, ("e1_phase1_bias", "quick"): None}
+    assert numbers.rewritten(readme, e1_gone, lambda b: b.kind != "verdicts") == text  # blocks not chosen stay
+
+
+@pytest.mark.slow
+def test_the_readme_numbers_of_a_quick_preset_regenerate(tmp_path):
+    """e1_phase1_bias quick (about 40 s) run afresh: every README block of it renders as the README has it."""
+    readme = (ROOT / "sweeps" / "chen_li24" / "README.md").read_text()
+    assert "<!-- numbers: e1_phase1_bias quick " in readme
+    command = [sys.executable, "sweeps/readme_numbers.py", "--run", "--check", "--sweeps", "e1_phase1_bias"]
+    done = subprocess.run([*command, "--results", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert (tmp_path / "e1_phase1_bias-quick" / "report.md").exists()
