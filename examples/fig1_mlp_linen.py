@@ -1,10 +1,7 @@
 """Fig 1 (right) of Nichani, Lee & Bietti (2024), the MLP associative memory, written as the authors wrote
 it (their mlp_sweep.py): a flax linen module F(e) = W₂ᵀ relu(W₁ e + b), logits u_yᵀ F(e_x), run by jaxmem
 as a user experiment through `from_flax`. The shipped `assoc_memory` family (model = "mlp") is the same
-memory written as raw functions; for a given seed both draw the same embeddings (the sampler draws them
-with jaxmem.experiments.draws from the run's key, as the family does, and `model` is a field here too, so
-that the two sweeps' runs get the same keys), and only the initial weights differ (flax's lecun_normal,
-drawn by flax, against the family's own draw of it).
+memory written as raw functions.
 
     jaxmem run examples/fig1_mlp_linen.toml --preset quick --out results/fig1_mlp_linen
 """
@@ -14,7 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxmem.experiments import draws, from_flax
-from jaxmem.experiments.interface import Costs, host, size
+from jaxmem.experiments.interface import Costs, size
 
 
 class MLP(nn.Module):
@@ -29,7 +26,6 @@ class MLP(nn.Module):
 
 
 FIELDS = {
-    "model": host(str, "the memory (named as assoc_memory names it: same runs, same keys)", "mlp", ("mlp",)),
     "d": size("embedding dimension", maximum=draws.COLS_LIMIT),
     "m": size("hidden width", maximum=draws.COLS_LIMIT),
     "N": size("stored inputs, and as many outputs (f* = identity)", maximum=draws.ROWS_LIMIT),

@@ -57,7 +57,7 @@ def memory_from(module_fn, **options):
 @pytest.fixture(scope="session")
 def module_experiments():
     """The three adapters' experiments, each with a config to run and the metric it is judged by."""
-    memory = {"model": "mlp", "d": 5, "m": 7, "N": 9}
+    memory = {"d": 5, "m": 7, "N": 9}
     return {
         "linen": (example("fig1_mlp_linen").EXPERIMENT, memory, "accuracy"),
         "nnx": (

@@ -26,7 +26,6 @@ SPECS = {
 experiment = "fig1_mlp_linen:EXPERIMENT"
 seeds = [0]
 [fixed]
-model = "mlp"
 d = 4
 m = 8
 [train]

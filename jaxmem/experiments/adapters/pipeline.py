@@ -67,8 +67,8 @@ class Unpaddable(Exception):
 @dataclasses.dataclass
 class Pipeline:
     """A module-built experiment's functions on one run (see the module doc). `sizes`: the size fields run
-    padded; `static_sizes`: those run static; `probe`: the probe config's static and traced values and
-    sizes, at which each static configuration's layout is learnt."""
+    padded; `static_sizes`: those run static; `probe`: the probe config's sizes and traced values, at which
+    each static configuration's layout is learnt."""
 
     binding: Binding
     sample: Callable
