@@ -44,16 +44,16 @@ def sample(key, shape, dyn):
     return {"E": E, "U": U, "y": jnp.arange(n)}
 
 
-def forward(model, batch):
+def forward(model, batch, dyn):
     """The logits u_yᵀ F(e_x) of every input x (rows) and output y (columns)."""
     return model(batch["E"]) @ batch["U"].T
 
 
-def cross_entropy(logits, batch):
+def cross_entropy(logits, batch, dyn):
     return -jnp.take_along_axis(jax.nn.log_softmax(logits), batch["y"][:, None], axis=1)[:, 0]
 
 
-def accuracy(logits, batch):
+def accuracy(logits, batch, dyn):
     return jnp.argmax(logits, axis=1) == batch["y"]
 
 

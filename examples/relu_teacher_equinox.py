@@ -54,15 +54,15 @@ def sample(key, shape, dyn):
     return {"x": x, "y": teacher(x), "x_test": x_test, "y_test": teacher(x_test)}
 
 
-def forward(model, batch):
+def forward(model, batch, dyn):
     return {"train": jax.vmap(model)(batch["x"]), "test": jax.vmap(model)(batch["x_test"])}
 
 
-def half_squared_error(prediction, batch):
+def half_squared_error(prediction, batch, dyn):
     return 0.5 * (prediction["train"] - batch["y"]) ** 2
 
 
-def test_error(prediction, batch):
+def test_error(prediction, batch, dyn):
     """Squared test error relative to the teacher's output power (its mean is the relative test error)."""
     return (prediction["test"] - batch["y_test"]) ** 2 / jnp.mean(batch["y_test"] ** 2)
 

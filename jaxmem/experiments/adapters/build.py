@@ -25,7 +25,7 @@ class UnpaddableWarning(UserWarning):
     """A size of a module-built experiment runs as static: padding it would change the runs."""
 
 
-def call_on_x(model, batch):
+def call_on_x(model, batch, dyn):
     """The default `forward`: the module applied to the batch's "x"."""
     return model(batch["x"])
 

@@ -36,11 +36,12 @@ def from_flax(
     sample(key, shape, dyn) -> batch: the run's data (a dict of arrays) at the padded shape; `key` is
         shape-stable (any elementwise jax.random draw agrees on the true block at every padding); what is
         derived from draws must mask past the true sizes in `dyn` (jaxmem.experiments.draws.block_mask).
-    loss(prediction, batch) -> per-example losses; the adapter averages them over the true examples.
-    metrics: {name: fn(prediction, batch) -> per-example values}, averaged likewise ("loss" is added).
+    loss(prediction, batch, dyn) -> per-example losses; the adapter averages them over the true examples.
+    metrics: {name: fn(prediction, batch, dyn) -> per-example values}, averaged likewise ("loss" is added).
     fields: the Experiment's fields (size / static / traced / host).
-    forward(model, batch) -> prediction: the model (the bound linen module, or the nnx module) on the batch;
-        default `model(batch["x"])`. A prediction may be any pytree of arrays.
+    forward(model, batch, dyn) -> prediction: the model (the bound linen module, or the nnx module) on the
+        batch; default `model(batch["x"])`. A prediction may be any pytree of arrays. `dyn` (the run's true
+        sizes and traced values) reaches forward, loss and metrics as it reaches the sampler.
     logits=True: the prediction's last axis holds class logits (padded classes become -inf).
     probe: a small config (sizes default to 3) at which the adapter checks that padding changes nothing; a
         size that fails runs static, with an UnpaddableWarning.
@@ -56,11 +57,11 @@ def from_flax(
 
 
 def linen_binding(module_fn: Callable, forward: Callable) -> Binding:
-    def method(module, batch):
-        return forward(module, batch)
+    def method(module, batch, dyn):
+        return forward(module, batch, dyn)
 
-    def create(key, shape, batch):
-        variables = module_fn(shape).init(key, batch, method=method)
+    def create(key, shape, batch, dyn):
+        variables = module_fn(shape).init(key, batch, dyn, method=method)
         others = sorted(set(variables) - {"params"})
         if others:
             raise ExperimentError(
@@ -68,14 +69,14 @@ def linen_binding(module_fn: Callable, forward: Callable) -> Binding:
             )
         return variables["params"]
 
-    def apply(params, shape, batch):
-        return module_fn(shape).apply({"params": params}, batch, method=method)
+    def apply(params, shape, batch, dyn):
+        return module_fn(shape).apply({"params": params}, batch, dyn, method=method)
 
     return Binding("linen", create, apply)
 
 
 def nnx_binding(module_fn: Callable, forward: Callable) -> Binding:
-    def create(key, shape, batch):
+    def create(key, shape, batch, dyn):
         _, params, others = nnx.split(module_fn(shape, nnx.Rngs(key)), nnx.Param, ...)
         if jax.tree.leaves(others):
             held = ", ".join(named(nnx.to_pure_dict(others)))
@@ -84,9 +85,9 @@ def nnx_binding(module_fn: Callable, forward: Callable) -> Binding:
             )
         return nnx.to_pure_dict(params)
 
-    def apply(params, shape, batch):
+    def apply(params, shape, batch, dyn):
         graphdef, state = nnx.split(nnx.eval_shape(lambda: module_fn(shape, nnx.Rngs(0))))
         nnx.replace_by_pure_dict(state, params)
-        return forward(nnx.merge(graphdef, state), batch)
+        return forward(nnx.merge(graphdef, state), batch, dyn)
 
     return Binding("nnx", create, apply)

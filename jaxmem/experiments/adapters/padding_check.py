@@ -16,7 +16,7 @@ import jax
 import numpy as np
 
 from jaxmem.experiments.adapters.layout import named
-from jaxmem.experiments.adapters.pipeline import outside_traces
+from jaxmem.experiments.adapters.pipeline import run_once
 from jaxmem.experiments.interface import Experiment
 
 RTOL = 1e-4
@@ -42,8 +42,7 @@ def outcomes(exp: Experiment, shapes: Mapping[str, Mapping], dyn: Mapping) -> di
             **{f"metric {name}": x for name, x in exp.evaluate(params, problem, shape, dyn).items()},
         }
 
-    program = jax.jit(lambda key: {label: one(key, shape) for label, shape in shapes.items()})
-    return outside_traces(lambda: jax.device_get(program(jax.random.PRNGKey(0))))
+    return run_once(lambda key: {label: one(key, shape) for label, shape in shapes.items()}, jax.random.PRNGKey(0))
 
 
 def difference(small: Mapping[str, np.ndarray], big: Mapping[str, np.ndarray]) -> str | None:

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmem.experiments.adapters import layout as lay
-from jaxmem.experiments.adapters.stable_keys import stable_key
+from jaxmem.experiments.adapters.stable_keys import HASHED, stable_key
 from jaxmem.experiments.user_errors import ExperimentError
 
 PROBE_KEY = np.zeros(2, np.uint32)  # the key data the layout is learnt with (its ratios do not depend on it)
@@ -31,16 +31,16 @@ MODEL_STREAM = 0x30DE1  # the module's key is the run's key folded with this
 
 def keys(key: jax.Array) -> tuple[jax.Array, jax.Array]:
     """The sampler's key (the run's own, made shape-stable: jaxmem.experiments.draws gives the numbers a
-    shipped family draws from it) and the module's."""
+    shipped family draws from it) and the module's (hashed bits: see stable_keys)."""
     data_key = stable_key(key)
-    return data_key, jax.random.fold_in(data_key, MODEL_STREAM)
+    return data_key, stable_key(jax.random.fold_in(data_key, MODEL_STREAM), HASHED)
 
 
 @dataclasses.dataclass(frozen=True)
 class Binding:
-    """How the adapter reaches one framework's modules: `create(key, shape, batch)` builds the module at
-    `shape` and returns its parameters, a pytree of float arrays; `apply(parameters, shape, batch)` returns
-    the user's `forward(model, batch)` of the module with those parameters."""
+    """How the adapter reaches one framework's modules: `create(key, shape, batch, dyn)` builds the module at
+    `shape` and returns its parameters, a pytree of float arrays; `apply(parameters, shape, batch, dyn)`
+    returns the user's `forward(model, batch, dyn)` of the module with those parameters."""
 
     framework: str
     create: Callable[[jax.Array, Mapping, Any], Any]
@@ -84,10 +84,10 @@ class Pipeline:
     # -- the Experiment's functions ----------------------------------------------------------------------
     def init(self, key, shape, dyn):
         layout = self.layout(shape)
-        sizes = self.true_sizes(shape, dyn)
+        sizes, dyn = self.true_sizes(shape, dyn), self.user_dyn(shape, dyn)
         data_key, model_key = keys(key)
-        batch = self.masked(layout, "batch", self.sample(data_key, shape, self.user_dyn(shape, dyn)), sizes)
-        created = lay.named(self.binding.create(model_key, shape, batch))
+        batch = self.masked(layout, "batch", self.sample(data_key, shape, dyn), sizes)
+        created = lay.named(self.binding.create(model_key, shape, batch, dyn))
         params = {}
         for name, value in created.items():
             axes = layout.axes[f"params.{name}"]
@@ -97,16 +97,16 @@ class Pipeline:
         return params, batch
 
     def loss(self, params, problem, shape, dyn, key=None):
-        layout, sizes = self.layout(shape), self.true_sizes(shape, dyn)
-        prediction = self.prediction(layout, params, problem, shape, sizes)
-        return self.mean(layout, "loss", self.loss_fn(prediction, problem), sizes)
+        layout, sizes, dyn = self.layout(shape), self.true_sizes(shape, dyn), self.user_dyn(shape, dyn)
+        prediction = self.prediction(layout, params, problem, shape, sizes, dyn)
+        return self.mean(layout, "loss", self.loss_fn(prediction, problem, dyn), sizes)
 
     def evaluate(self, params, problem, shape, dyn):
-        layout, sizes = self.layout(shape), self.true_sizes(shape, dyn)
-        prediction = self.prediction(layout, params, problem, shape, sizes)
-        metrics = {"loss": self.mean(layout, "loss", self.loss_fn(prediction, problem), sizes)}
+        layout, sizes, dyn = self.layout(shape), self.true_sizes(shape, dyn), self.user_dyn(shape, dyn)
+        prediction = self.prediction(layout, params, problem, shape, sizes, dyn)
+        metrics = {"loss": self.mean(layout, "loss", self.loss_fn(prediction, problem, dyn), sizes)}
         for name, fn in self.metric_fns.items():
-            metrics[name] = self.mean(layout, f"metrics.{name}", fn(prediction, problem), sizes)
+            metrics[name] = self.mean(layout, f"metrics.{name}", fn(prediction, problem, dyn), sizes)
         return metrics
 
     # -- masking ----------------------------------------------------------------------------------------
@@ -123,7 +123,7 @@ class Pipeline:
 
         return lay.map_named(zeroed, tree, prefix)
 
-    def prediction(self, layout: Layout, params, batch, shape, sizes):
+    def prediction(self, layout: Layout, params, batch, shape, sizes, dyn):
         """The prediction of the module with `params` (read through their masks) on `batch`, masked."""
         params = {
             n: jnp.where(lay.inside(layout.axes[f"params.{n}"], p.shape, sizes), p, 0.0) for n, p in params.items()
@@ -131,7 +131,9 @@ class Pipeline:
         structure, names = self.structure(shape)
         tree = jax.tree.unflatten(structure, [params[n] for n in names])
         return lay.map_named(
-            lambda n, x: self._filled(layout.axes[n], x, sizes), self.binding.apply(tree, shape, batch), "prediction"
+            lambda n, x: self._filled(layout.axes[n], x, sizes),
+            self.binding.apply(tree, shape, batch, dyn),
+            "prediction",
         )
 
     def _filled(self, axes: lay.Axes, x, sizes):
@@ -198,14 +200,14 @@ class Pipeline:
         shape, dyn = self._run_at(statics, sizes)
         data_key, model_key = keys(key_data)
         batch = self.sample(data_key, shape, dyn)
-        created = self.binding.create(model_key, shape, batch)
-        prediction = self.binding.apply(created, shape, batch)
-        metrics = {name: fn(prediction, batch) for name, fn in self.metric_fns.items()}
+        created = self.binding.create(model_key, shape, batch, dyn)
+        prediction = self.binding.apply(created, shape, batch, dyn)
+        metrics = {name: fn(prediction, batch, dyn) for name, fn in self.metric_fns.items()}
         return {
             "batch": batch,
             "params": lay.named(created),
             "prediction": prediction,
-            "loss": self.loss_fn(prediction, batch),
+            "loss": self.loss_fn(prediction, batch, dyn),
             "metrics": metrics,
         }
 
@@ -217,13 +219,14 @@ class Pipeline:
         """The module's parameters as created at `sizes` (shape-stable key), unmasked."""
         shape, dyn = self._run_at(statics, sizes)
         data_key, model_key = keys(key_data)
-        return self.binding.create(model_key, shape, self.sample(data_key, shape, dyn))
+        return self.binding.create(model_key, shape, self.sample(data_key, shape, dyn), dyn)
 
     def _initial_values(self, statics: dict, sizes: dict):
         """The module's initial parameters by name at `sizes`, and {size: them with that size doubled}."""
         builds = {"": sizes, **{f: {**sizes, f: lay.DOUBLED * n} for f, n in sizes.items()}}
-        program = jax.jit(lambda key: {b: lay.named(self._created(statics, s, key)) for b, s in builds.items()})
-        values = outside_traces(lambda: jax.device_get(program(PROBE_KEY)))
+        values = run_once(
+            lambda key: {b: lay.named(self._created(statics, s, key)) for b, s in builds.items()}, PROBE_KEY
+        )
         return values.pop(""), values
 
     def _check_lengths(self, name: str, axes: lay.Axes, dims: tuple, shape) -> None:
@@ -235,8 +238,14 @@ class Pipeline:
                 )
 
 
-def outside_traces(fn: Callable):
-    """fn(), run in a worker thread, where no program is being traced: a jitted function called there compiles
-    and runs at once even when the caller is inside a bucket's trace (where it would be inlined)."""
+def run_once(fn: Callable, *args):
+    """fn(*args) as one program, compiled at XLA's lowest optimisation level (it runs once: on a CPU that
+    halves its compile) and run at once, in a worker thread, where no program is being traced: called
+    while a bucket's program traces, a jitted function would be inlined into it instead."""
+
+    def compiled_and_run():
+        program = jax.jit(fn).lower(*args).compile(compiler_options={"xla_backend_optimization_level": 0})
+        return jax.device_get(program(*args))
+
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="jaxmem-layout") as worker:
-        return worker.submit(fn).result()
+        return worker.submit(compiled_and_run).result()

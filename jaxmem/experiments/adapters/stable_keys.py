@@ -1,13 +1,19 @@
-"""Shape-stable keys: a PRNG implementation whose random bits at an index do not depend on the array's shape.
+"""Shape-stable keys: PRNG implementations whose random bits at an index do not depend on the array's shape.
 
 `jax.random.normal(key, (3, 4))` and `jax.random.normal(key, (6, 8))` agree nowhere, so a module
 initialised at padded sizes would start from other numbers than the same module at its true sizes. With a
-key of this implementation the bits at multi-index (i, j, ...) are threefry-2x32 of the key and a counter
+key of these implementations the bits at multi-index (i, j, ...) are a function of the key and a counter
 made of the index alone (as in jaxmem.experiments.draws), and every elementwise draw built on them
 (`uniform`, `normal`, `truncated_normal`, `randint`, `bernoulli`, and with them flax's, nnx's and equinox's
-initialisers) agrees on the shared block of any two shapes. `split` and `fold_in` are threefry's, so the
-keys a framework derives (one per parameter) are those of an ordinary key with the same data. Draws that
-mix entries (`permutation`, `orthogonal`) are not shape-stable; the adapter's padding check finds them.
+initialisers) agrees on the shared block of any two shapes. Draws that mix entries (`permutation`,
+`orthogonal`) are not shape-stable; the adapter's padding check finds them.
+
+Two implementations: `THREEFRY`'s bits are threefry-2x32 of key and counter (the sampler's key: the data),
+`HASHED`'s a 32-bit integer hash of them (the module's key: its initial weights). Each threefry call site
+costs the CPU compiler about 0.25 s, and a framework draws each parameter on its own (flax's init of the Fig
+1 memory compiled in 0.85 s with threefry bits, 0.31 s with hashed ones); initial weights need no
+cryptographic quality. `split` and `fold_in` (the keys a framework derives, one or two per parameter) mix
+the key with the same hash in both.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from jax.extend.random import define_prng_impl, threefry_2x32, threefry_prng_imp
 
 WORD_BITS = 32
 UNSIGNED = {8: jnp.uint8, 16: jnp.uint16, 32: jnp.uint32}
+GOLDEN = 0x9E3779B9  # odd; multiples of it keep streams apart
 
 
 def _packed(index: list[jax.Array], shape: tuple[int, ...]) -> jax.Array:
@@ -45,33 +52,77 @@ def counters(shape: tuple[int, ...]) -> tuple[jax.Array, jax.Array]:
     return _packed(index[:half], shape).ravel(), _packed(index[half:], shape).ravel()
 
 
-def shape_stable_bits(key: jax.Array, bit_width: int, shape: tuple[int, ...]) -> jax.Array:
-    """Random bits of `shape` whose entry at each multi-index depends only on `key` and that index."""
+def mixed(x: jax.Array) -> jax.Array:
+    """A bijective 32-bit mixer (Wellons' lowbias32): each input bit flips about half the output bits."""
+    x = x ^ (x >> 16)
+    x = x * jnp.uint32(0x7FEB352D)
+    x = x ^ (x >> 15)
+    x = x * jnp.uint32(0x846CA68B)
+    return x ^ (x >> 16)
+
+
+def hashed(key: jax.Array, first: jax.Array, second: jax.Array, stream: int) -> jax.Array:
+    """A 32-bit hash of the key's two words and two data words, one per `stream`; injective in `first`."""
+    salt = jnp.uint32((stream * GOLDEN) & 0xFFFFFFFF)
+    inner = mixed(key[1] ^ mixed(second + salt))
+    return mixed(key[0] ^ mixed(first ^ inner) + salt)
+
+
+def _words(bit_width: int, shape: tuple[int, ...], high: jax.Array, low) -> jax.Array:
+    """Bits of `bit_width` from one or (64 bits) two 32-bit words per entry."""
+    if bit_width == 64:
+        return ((high.astype(jnp.uint64) << 32) | low().astype(jnp.uint64)).reshape(shape)
+    return (high >> (WORD_BITS - bit_width)).astype(UNSIGNED[bit_width]).reshape(shape)
+
+
+def threefry_bits(key: jax.Array, bit_width: int, shape: tuple[int, ...]) -> jax.Array:
+    """Random bits of `shape`: threefry-2x32 of `key` and each entry's counter."""
     count = math.prod(shape)
     if count == 0:
         return jnp.zeros(shape, UNSIGNED.get(bit_width, jnp.uint64))
+    words = threefry_2x32(key, jnp.concatenate(counters(tuple(shape))))
+    return _words(bit_width, shape, words[:count], lambda: words[count:])
+
+
+def hashed_bits(key: jax.Array, bit_width: int, shape: tuple[int, ...]) -> jax.Array:
+    """Random bits of `shape`: `hashed` of `key` and each entry's counter."""
+    if math.prod(shape) == 0:
+        return jnp.zeros(shape, UNSIGNED.get(bit_width, jnp.uint64))
     first, second = counters(tuple(shape))
-    words = threefry_2x32(key, jnp.concatenate([first, second]))
-    high, low = words[:count], words[count:]
-    if bit_width == 64:
-        bits = (high.astype(jnp.uint64) << 32) | low.astype(jnp.uint64)
-    else:
-        bits = (high >> (WORD_BITS - bit_width)).astype(UNSIGNED[bit_width])
-    return bits.reshape(shape)
+    return _words(bit_width, shape, hashed(key, first, second, 1), lambda: hashed(key, first, second, 2))
 
 
-SHAPE_STABLE = define_prng_impl(
-    key_shape=(2,),
-    seed=threefry_prng_impl.seed,
-    split=threefry_prng_impl.split,
-    random_bits=shape_stable_bits,
-    fold_in=threefry_prng_impl.fold_in,
-    name="jaxmem_shape_stable",
-    tag="jss",
-)
+def _split(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    return _derived(key, jnp.arange(math.prod(shape), dtype=jnp.uint32).reshape(shape), 3)
 
 
-def stable_key(key: jax.Array) -> jax.Array:
-    """A shape-stable key with the data of `key` (a raw uint32[2] key or a typed threefry key)."""
+def _fold_in(key: jax.Array, data: jax.Array) -> jax.Array:
+    return _derived(key, jnp.asarray(data, jnp.uint32), 4)
+
+
+def _derived(key: jax.Array, data: jax.Array, stream: int) -> jax.Array:
+    """Keys (data.shape + (2,)) derived from `key` and 32-bit `data`: distinct data, distinct keys."""
+    first = hashed(key, data, jnp.zeros_like(data), stream)
+    return jnp.stack([first, hashed(key, first, data, stream + 2)], axis=-1)
+
+
+def _impl(random_bits, name: str, tag: str):
+    return define_prng_impl(
+        key_shape=(2,),
+        seed=threefry_prng_impl.seed,
+        split=_split,
+        random_bits=random_bits,
+        fold_in=_fold_in,
+        name=name,
+        tag=tag,
+    )
+
+
+THREEFRY = _impl(threefry_bits, "jaxmem_shape_stable_threefry", "jsst")
+HASHED = _impl(hashed_bits, "jaxmem_shape_stable_hashed", "jssh")
+
+
+def stable_key(key: jax.Array, impl=THREEFRY) -> jax.Array:
+    """A shape-stable key of `impl` with the data of `key` (raw uint32[2], or a typed key)."""
     data = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
-    return jax.random.wrap_key_data(data, impl=SHAPE_STABLE)
+    return jax.random.wrap_key_data(data, impl=impl)
