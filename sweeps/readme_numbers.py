@@ -72,6 +72,7 @@ BLOCK = re.compile(r"(<!-- numbers: (?P<what>.*?) -->\n)(?P<body>.*?)(<!-- /numb
 PLOTS = ("capacity.png", "heatmap.png", "trajectory.png", "final_eval.png", "relations.png", "escape.png")
 PLOTS += ("success_map.png", "instance.png")
 DASH = "–"
+GALLERY_WIDTH = 1400  # pixels: the gallery's figures stay small (docs/gallery/ is committed)
 
 
 class BlockError(ValueError):
@@ -160,7 +161,7 @@ def missing_text(block: Block) -> str:
 
 def sig(value, digits: int = 3) -> str:
     """A number to `digits` significant digits (integers as they are); "–" for NaN."""
-    if value is None or (isinstance(value, float) and not np.isfinite(value) and np.isnan(value)):
+    if value is None or (isinstance(value, (float, np.floating)) and np.isnan(value)):
         return DASH
     if isinstance(value, (bool, np.bool_)):
         return str(bool(value))
@@ -179,9 +180,14 @@ def spread_text(values: pd.Series) -> str:
     v = pd.to_numeric(values, errors="coerce").dropna()
     if v.empty:
         return DASH
-    if len(v) == 1 or v.min() == v.max():
-        return sig(v.iloc[0])
-    return f"{sig(v.median())} ({sig(v.min())}–{sig(v.max())})"
+    if sig(v.min()) == sig(v.max()):  # one value, to the digits shown
+        return sig(v.median())
+    return f"{sig(v.median())} ({span(v.min(), v.max())})"
+
+
+def span(lo: float, hi: float) -> str:
+    """e.g. "0.2–0.5", "-1.3 to -0.9" (a dash would read as a minus)."""
+    return f"{sig(lo)}{' to ' if lo < 0 else '–'}{sig(hi)}"
 
 
 def table(headers: list[str], rows: list[list]) -> str:
@@ -245,9 +251,9 @@ def capacity_kind(block: Block, headline) -> str:
     for r in points.to_dict("records"):
         cells = [r[k] for k in keys]
         cells += [
-            bounded(r["capacity_median"], r["capacity_median_censored"] or ""),
-            f"{bounded(r['capacity_q25'], r['capacity_q25_censored'] or '')} – "
-            f"{bounded(r['capacity_q75'], r['capacity_q75_censored'] or '')}",
+            bounded(r["capacity_median"], side(r["capacity_median_censored"])),
+            f"{bounded(r['capacity_q25'], side(r['capacity_q25_censored']))} – "
+            f"{bounded(r['capacity_q75'], side(r['capacity_q75_censored']))}",
             answered_text(r, None),
             censored_text(r),
         ]
@@ -256,11 +262,16 @@ def capacity_kind(block: Block, headline) -> str:
     return table(headers, rows)
 
 
+def side(censored) -> str:
+    """A capacity.csv censoring cell: "above", "below", "both" or "" (empty in the CSV)."""
+    return "" if pd.isna(censored) else str(censored)
+
+
 def spread_of(row: dict, label: str) -> str:
     median, lo, hi = (row[f"{label} {s}"] for s in ("median", "min", "max"))
     if pd.isna(median):
         return DASH
-    return sig(median) if lo == hi else f"{sig(median)} ({sig(lo)}–{sig(hi)})"
+    return sig(median) if sig(lo) == sig(hi) else f"{sig(median)} ({span(lo, hi)})"
 
 
 def verdicts_kind(block: Block, headline) -> str:
@@ -281,24 +292,31 @@ def section_kind(block: Block, headline) -> str:
     name = block.args[0]
     if name not in headline.sections:
         raise BlockError(f"{block}: report.md has no section {name!r} (it has: {', '.join(headline.sections)})")
-    parts, rows = [], []
-    for line in headline.sections[name].splitlines() + [""]:
-        if line.startswith("|"):
-            rows.append(line)
-            continue
-        if rows:
-            parts.append(without_constant_columns(rows))
-            rows = []
-        if line.startswith("- "):
-            parts.append(line)
-    return "\n".join(p if p.startswith("- ") else f"\n{p}\n" for p in parts).strip("\n").replace("\n\n\n", "\n\n")
+    chunks: list[list[str]] = []  # runs of bullet lines and of table lines, in order
+    for line in headline.sections[name].splitlines():
+        kind = "|" if line.startswith("|") else "-" if line.startswith("- ") else None
+        if kind is None:
+            chunks.append([])
+        elif chunks and chunks[-1] and chunks[-1][0][0] == kind:
+            chunks[-1].append(line)
+        else:
+            chunks.append([line])
+    quoted = [without_constant_columns(c) if c[0][0] == "|" else "\n".join(c) for c in chunks if c]
+    return "\n\n".join(quoted)
 
 
 def without_constant_columns(lines: list[str]) -> str:
-    """A markdown table without the columns whose cells hold one value over two or more rows."""
+    """A markdown table without the columns whose cells hold one value over two or more rows, verdicts
+    (jaxmem.report.partial.VERDICT) kept."""
+    from jaxmem.report.partial import VERDICT
+
     cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
     header, body = cells[0], [row for row in cells[1:] if not all(set(c) <= set("-: ") for c in row)]
-    keep = [i for i in range(len(header)) if len(body) < 2 or len({row[i] for row in body}) > 1]
+    keep = [
+        i
+        for i in range(len(header))
+        if len(body) < 2 or len({row[i] for row in body}) > 1 or VERDICT.search(body[0][i])
+    ]
     rows = [[row[i] for i in keep] for row in [header, ["---"] * len(header), *body]]
     return "\n".join("| " + " | ".join(row) + " |" for row in rows)
 
@@ -321,8 +339,8 @@ def csv_kind(block: Block, headline) -> str:
 
 
 def final_kind(block: Block, headline) -> str:
-    """Per grid point (the `by` fields, else the varying config fields): each final metric's median (min–max)
-    over the seeds, from the best learning rate's run of each (point, seed) as runs.csv holds them."""
+    """Per grid point (the `by` fields, else the varying config fields and lr): each final metric's median
+    (min–max) over the seeds' runs (runs.csv)."""
     runs = selected(required(headline.table("runs"), "runs", block), block)
     metrics = listed(block, "metrics")
     columns = [m if m in runs else f"final_{m}" for m in metrics]
@@ -495,10 +513,12 @@ def script_module(path: Path):
 
 
 def gallery_kind(block: Block, headline) -> str:
-    """The figure (copied next to docs/gallery.md by `main`), the report's verdicts."""
-    gallery_source(block, headline)
-    figure = gallery_figure(block).relative_to(block.path.parent)
-    lines = [f"![{block.sweep}, {block.preset} preset]({figure})", ""]
+    """The figure (copied next to docs/gallery.md by `main`) and the report's verdicts."""
+    source = gallery_source(block, headline)
+    if source is None:
+        lines = ["The report draws no figure for this sweep.", ""]
+    else:
+        lines = [f"![{block.sweep}, {block.preset} preset]({gallery_figure(block).relative_to(block.path.parent)})", ""]
     if headline.verdicts.empty:
         lines.append("Verdict: the report states none for this sweep; its numbers are in the family's README.")
     else:
@@ -512,22 +532,37 @@ def gallery_figure(block: Block) -> Path:
     return GALLERY.parent / "gallery" / f"{block.sweep}{suffix}.png"
 
 
-def gallery_source(block: Block, headline) -> Path:
-    """The report's plot a gallery block shows: its `plot=`, else the first of PLOTS the report wrote."""
-    name = block.option("plot") or next((p for p in PLOTS if (headline.folder / p).exists()), None)
-    if name is None or not (headline.folder / name).exists():
-        raise BlockError(f"{block}: the report wrote no {name or 'plot'}")
-    return headline.folder / name
+def gallery_source(block: Block, headline) -> Path | None:
+    """The report's plot a gallery block shows: its `plot=`, else the first of PLOTS the report drew (None
+    when it drew none)."""
+    name = block.option("plot")
+    if name is not None and not (headline.folder / name).exists():
+        raise BlockError(f"{block}: the report drew no {name}")
+    name = name or next((p for p in PLOTS if (headline.folder / p).exists()), None)
+    return headline.folder / name if name else None
 
 
 def copy_figures(blocks: list[Block], headlines: dict) -> None:
-    """Each rendered gallery block's figure, copied to docs/gallery/."""
+    """Each rendered gallery block's figure, copied to docs/gallery/ (compact_png)."""
     for block in blocks:
         headline = headlines[(block.sweep, block.preset)]
-        if block.kind == "gallery" and headline is not None:
+        source = gallery_source(block, headline) if block.kind == "gallery" and headline is not None else None
+        if source is not None:
             target = gallery_figure(block)
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(gallery_source(block, headline), target)
+            compact_png(source, target)
+
+
+def compact_png(source: Path, target: Path) -> None:
+    """`source` written to `target` at most GALLERY_WIDTH pixels wide in 256 colours: a third of the bytes
+    of the report's RGBA plot, at its resolution."""
+    from PIL import Image
+
+    image = Image.open(source).convert("RGB")
+    if image.width > GALLERY_WIDTH:
+        height = round(image.height * GALLERY_WIDTH / image.width)
+        image = image.resize((GALLERY_WIDTH, height), Image.Resampling.LANCZOS)
+    image.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(target, "PNG", optimize=True)
 
 
 KINDS = {
