@@ -120,7 +120,7 @@ def test_bad_configs_are_named():
 @pytest.fixture(scope="module")
 def trained():
     """A small model trained 150 SGD steps on the B.7 task (m = 32), with its problem and config."""
-    shape, dyn = split({"m": 32, "n_test": 96, "batch": 32, "l_ts": 16, "l_tr": 16})
+    shape, dyn = split({"m": 32, "n_test": 96, "n_val": 96, "batch": 32, "l_ts": 16, "l_tr": 16})
     params, problem = icl.init(KEY, shape, dyn)
     final = sgd_trained(icl, params, problem, shape, dyn, KEY, 150)
     evaluate = jax.jit(lambda p, d: icl.evaluate(p, problem, shape, d))
@@ -131,6 +131,8 @@ def test_training_learns_unseen_tasks_in_context(trained):
     initial, final, dyn, evaluate = trained
     before, after = evaluate(initial, dyn), evaluate(final, dyn)
     assert float(before["id_error"]) > 0.3 and float(after["id_error"]) <= 0.01  # R6.1
+    assert float(before["val_error"]) > 0.3 and float(after["val_error"]) <= 0.02  # other prompts of the same law
+    assert float(before["val_error"]) != float(before["id_error"])  # its own stream, not the test prompts
     assert float(before["id_attention"]) < 0.6 < 0.9 < float(after["id_attention"])  # Cor 6.4.3
     assert float(after["cos_mu"]) > 0.8 and float(after["cos_q"]) > 0.8  # Prop 6.4.5
     assert float(after["ood_error"]) < 0.3 and float(after["ood_attention"]) > float(before["ood_attention"])

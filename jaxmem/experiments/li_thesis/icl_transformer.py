@@ -11,6 +11,9 @@ domain (`ood_*`), the attention mass on N* (Cor 6.4.3), Prop 6.4.1's norms and p
 p_query and W_K p_i on OOD prompts (Fig 6.2a), Prop 6.4.5's neuron alignments (Fig 6.2c,d), the
 fraction of small-magnitude neurons (Thm 6.3.7), and with `baselines = true` the classical learners of
 Fig 6.4 fitted on each test prompt's contexts (`icl_learners`). OOD metrics are NaN when M1 < 6.
+`val_error` is the in-domain error on n_val further unseen-task prompts from a stream of their own
+(NaN when n_val = 0): a sweep that stops early stops on it and judges the final `id_error`, so no
+verdict selects on its own test prompts.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from jaxmem.experiments.interface import Costs, Experiment, size, static, traced
 from jaxmem.experiments.li_thesis import icl_learners, icl_model, icl_task
 
 EVAL_STREAMS = {"train": 0, "id": 1, "ood": 2}
+VAL_STREAM = 3  # the validation prompts' stream of the evaluation key: in-domain, unseen tasks, as "id"
 FIELDS = {
     "dx": static(int, "d_x, pattern space (B.7: 30)", 30, minimum=4),
     "dy": static(int, "d_y, label embedding space (B.7: 30)", 30, minimum=1),
@@ -31,6 +35,7 @@ FIELDS = {
     "m": static(int, "MLP width (B.11-3: 128)", 128, minimum=2),
     "batch": static(int, "prompts per SGD step B (B.11-3: 32)", 32, minimum=1),
     "n_test": static(int, "test prompts per evaluation set", 512, minimum=1),
+    "n_val": static(int, "in-domain validation prompts (early stopping); 0: none, val_error NaN", 0, minimum=0),
     "ood_irrelevant": static(int, "M2': ODI patterns ν'_k = ν_k (B.11-6: 3)", 3, minimum=1),
     "baselines": static(bool, "also fit the classical learners of Fig 6.4 on every test prompt", False),
     "beta": traced(float, "β, pattern norm (B.7: 3)", 3.0, minimum=0.0),
@@ -191,6 +196,9 @@ def evaluate(params, problem, shape, dyn) -> dict:
     metrics = {"loss": train["train_hinge"], "train_error": train["train_error"]}
     metrics |= set_metrics("id", params, a_test, sets["id"])
     metrics |= neuron_metrics(params, problem["a"], patterns(shape, dyn)["relevant"], dx)
+    if shape["n_val"]:
+        val = prompt_set("id", jax.random.fold_in(key, VAL_STREAM), shape["n_val"], problem, shape, dyn)
+        metrics["val_error"] = set_metrics("val", params, a_test, val)["val_error"]
     if has_ood:
         metrics |= set_metrics("ood", params, a_test, sets["ood"])
         metrics |= projection_metrics(params, sets["ood"], dx)
@@ -213,7 +221,7 @@ def flops_per_step(c) -> float:
 
 OOD_METRICS = ("ood_error", "ood_hinge", "ood_attention", "wq_norm", "wq_proj", "wk_norm", "wk_proj")
 METRICS = (
-    ("loss", "train_error", "id_error", "id_hinge", "id_attention")
+    ("loss", "train_error", "val_error", "id_error", "id_hinge", "id_attention")
     + OOD_METRICS
     + ("r_dx_norm", "cos_mu", "r_dy_norm", "cos_q", "small_fraction")
     + icl_learners.METRICS
@@ -246,5 +254,6 @@ EXPERIMENT = Experiment(
         "delta",
         "beta",
         "baselines",
+        "n_val",
     ),
 )
