@@ -13,8 +13,7 @@ from pydantic import WithJsonSchema
 
 from jaxmem.spec.report_tables import ReportSpec
 from jaxmem.spec.sections import EngineSpec, SearchSpec, SuccessTable, TrainSpec
-from jaxmem.spec.tables import CONFIG, MAX_INT, BadValue, Expression, Text, adapter, annotated_fields, key, plain
-from jaxmem.spec.tables import toml_name
+from jaxmem.spec.tables import MAX_INT, BadValue, Expression, Text, Words, _shape, adapter, key, plain, table_keys
 
 MAX_VALUES = 10**6  # the most values an axis, the seeds or the grid may have: more is a typo, not a sweep
 
@@ -58,7 +57,7 @@ AXIS = {
         },
     ],
 }
-Axis = Annotated[Any, WithJsonSchema(AXIS)]  # read by jaxmem.spec.sweep.axis_values, whose messages name the problem
+Axis = Annotated[Any, WithJsonSchema(AXIS), Words("a list of values or a table")]  # read by sweep.axis_values
 Seeds = plain(_seeds, int | list[int], "a count or a list of seeds")
 
 
@@ -66,37 +65,23 @@ Seeds = plain(_seeds, int | list[int], "a count or a list of seeds")
 class SweepTables:
     """A sweep spec, its preset merged in: the experiment, the grid of its configs, and how they run and report."""
 
-    __pydantic_config__ = CONFIG
-    experiment: Annotated[Text | None, key("a shipped experiment's name, or 'module:ATTRIBUTE' next to the spec")] = (
-        None
+    experiment: Text | None = key("a shipped experiment's name, or 'module:ATTRIBUTE' next to the spec", None)
+    description: Text = key("what the sweep measures: its first line is `jaxmem list`'s", "")
+    seeds: Seeds = key("a count n (seeds 0 to n-1), or a list of seeds", (0,))
+    fixed: dict[str, Any] = key("experiment fields held constant: name = value", dict)
+    grid: dict[str, Axis] = key("the axes: field (or helper name) = its values; the grid is their product", dict)
+    derived: dict[str, Expression] = key("fields computed at each point: name = expression", dict)
+    train: TrainSpec = key("training and evaluation", TrainSpec)
+    search: SearchSpec | None = key("a search per point and seed", None)
+    engine: EngineSpec = key("packing runs into programs", EngineSpec)
+    success: SuccessTable | None = key("the success rule (default: train.metric >= search.threshold)", None)
+    final_eval: dict[str, Axis] = key(
+        "test-time axes: each finished run's final parameters evaluated at every point", dict
     )
-    description: Annotated[Text, key("what the sweep measures: its first line is `jaxmem list`'s")] = ""
-    seeds: Annotated[Seeds, key("a count n (seeds 0 to n-1), or a list of seeds")] = (0,)
-    fixed: Annotated[dict[str, Any], key("experiment fields held constant: name = value")] = dataclasses.field(
-        default_factory=dict
-    )
-    grid: Annotated[
-        dict[str, Axis], key("the axes: field (or helper name) = its values; the grid is their product")
-    ] = dataclasses.field(default_factory=dict)
-    derived: Annotated[dict[str, Expression], key("fields computed at each point: name = expression")] = (
-        dataclasses.field(default_factory=dict)
-    )
-    train: Annotated[TrainSpec, key("training and evaluation")] = dataclasses.field(default_factory=TrainSpec)
-    search: Annotated[SearchSpec | None, key("a search per point and seed")] = None
-    engine: Annotated[EngineSpec, key("packing runs into programs")] = dataclasses.field(default_factory=EngineSpec)
-    success: Annotated[SuccessTable | None, key("the success rule (default: train.metric >= search.threshold)")] = None
-    final_eval: Annotated[
-        dict[str, Axis], key("test-time axes: each finished run's final parameters evaluated at every point")
-    ] = dataclasses.field(default_factory=dict)
-    report: Annotated[ReportSpec, key("report.md, its tables, plots and verdicts")] = dataclasses.field(
-        default_factory=ReportSpec
-    )
+    report: ReportSpec = key("report.md, its tables, plots and verdicts", ReportSpec)
 
 
-SECTIONS = frozenset(toml_name(f, hint) for f, hint in annotated_fields(SweepTables))
-FILE_ONLY = {
-    "extends": {"type": "string", "description": "a spec file (next to this one) whose tables this file's merge over"},
-}
+SECTIONS = frozenset(table_keys(SweepTables))
 
 
 # -- the JSON Schema -------------------------------------------------------------------------------------------
@@ -106,26 +91,23 @@ def schema() -> dict:
     full = adapter(SweepTables).json_schema(ref_template="#/definitions/{model}")
     defs = {name: _tidy(d) for name, d in full.pop("$defs").items()}
     defs["SweepTables"] = tables = _tidy(full)
+    extends = {"type": "string", "description": "a spec file (next to this one) whose tables this file's merge over"}
     presets = {
         "description": "named variants: `jaxmem run SPEC --preset NAME` merges [presets.NAME] over the spec "
         "(default: quick, where there is one)",
         "type": "object",
         "additionalProperties": {"$ref": "#/definitions/SweepTablesPartial"},
     }
-    defs["SweepFile"] = {**tables, "properties": {**tables["properties"], **FILE_ONLY, "presets": presets}}
+    defs["SweepFile"] = {**tables, "properties": {**tables["properties"], "extends": extends, "presets": presets}}
     defs |= {f"{name}Partial": _partial(d) for name, d in defs.items()}
     extending = {"allOf": [{"required": ["extends"]}, {"$ref": "#/definitions/SweepFilePartial"}]}
     return {
         "$schema": "http://json-schema.org/draft-04/schema#",
         "title": "jaxmem sweep spec",
-        "description": tables.get("description", "")
-        + " `jaxmem schema` writes this file; docs/spec.md lists the keys.",
+        "description": tables["description"] + " `jaxmem schema` writes this file; docs/spec.md lists the keys.",
         "anyOf": [{"$ref": "#/definitions/SweepFile"}, extending],
         "definitions": defs,
     }
-
-
-NAMED = ("properties", "$defs")  # schema keys whose values are tables by name
 
 
 LIMITS = {"ge": "minimum", "le": "maximum", "gt": "exclusiveMinimum", "lt": "exclusiveMaximum"}
@@ -134,12 +116,13 @@ EXCLUSIVE = {"exclusiveMinimum": "minimum", "exclusiveMaximum": "maximum"}  # dr
 
 def _tidy(node):
     """pydantic's schema as TOML and JSON Schema draft 4 (the TOML language servers') have it: no null (TOML has
-    none), no titles, limits and tuples in draft 4's words, a list's least length on its array."""
+    none), no titles, limits and tuples in draft 4's words, no unknown keys."""
     if isinstance(node, list):
         return [_tidy(n) for n in node]
     if not isinstance(node, dict):
         return node
-    node = {k: {n: _tidy(p) for n, p in v.items()} if k in NAMED else _tidy(v) for k, v in node.items() if k != "title"}
+    named = ("properties", "$defs")  # keys whose values are tables by name
+    node = {k: {n: _tidy(p) for n, p in v.items()} if k in named else _tidy(v) for k, v in node.items() if k != "title"}
     node = {LIMITS.get(k, k): v for k, v in node.items()}
     for exclusive, bound in EXCLUSIVE.items():
         if not isinstance(node.get(exclusive, True), bool):
@@ -148,16 +131,11 @@ def _tidy(node):
         node["enum"] = [node.pop("const")]
     if "prefixItems" in node:
         node["items"] = node.pop("prefixItems")
-    options = [o for o in node.get("anyOf", []) if o != {"type": "null"}]
-    if "anyOf" in node:
-        node.pop("anyOf")
-        node = {**options[0], **node} if len(options) == 1 else {**node, "anyOf": options}
-    if "minLength" in node and "anyOf" in node:
-        least = node.pop("minLength")
-        node["anyOf"] = [{**o, "minItems": least} if o.get("type") == "array" else o for o in node["anyOf"]]
+    options = [o for o in node.pop("anyOf", []) if o != {"type": "null"}]
+    node = {**options[0], **node} if len(options) == 1 else {**node, "anyOf": options} if options else node
     if node.get("default", 0) is None or node.get("type") == "object" and node.get("default") == []:
         node.pop("default")
-    return node
+    return {**node, "additionalProperties": False} if "properties" in node else node
 
 
 def _partial(node):
@@ -188,14 +166,10 @@ def reference() -> str:
         "",
     ]
     for path, cls in _tables("", SweepTables):
-        lines += [f"## {path or 'top level'}", "", _doc(cls), "", "| key | kind | default | meaning |"]
-        lines += ["| --- | --- | --- | --- |"]
-        described = kinds(cls)
-        for field, hint in annotated_fields(cls):
-            name = toml_name(field, hint)
-            if name in described:
-                kind, meaning = described[name]
-                lines.append(f"| `{name}` | {kind} | {_default(field)} | {meaning} |")
+        lines += [f"## {path or 'top level'}", "", " ".join(cls.__doc__.split()), ""]
+        lines += ["| key | kind | default | meaning |", "| --- | --- | --- | --- |"]
+        for name, (kind, meaning) in kinds(cls).items():
+            lines.append(f"| `{name}` | {kind} | {_default(table_keys(cls)[name][0])} | {meaning} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -203,62 +177,34 @@ def reference() -> str:
 def _tables(path: str, cls) -> list[tuple[str, type]]:
     """Every table below `cls` (itself first), with its dotted path ([] for a list of tables)."""
     found = [(path, cls)]
-    for field, hint in annotated_fields(cls):
-        inner, many = _table_of(hint)
-        if inner is not None and inner is not cls:
-            sub = f"{path}.{toml_name(field, hint)}".lstrip(".")
-            found += _tables(f"{sub}[]" if many else sub, inner)
+    for name, (_, kind) in table_keys(cls).items():
+        shape, inner, _ = _shape(kind)
+        if shape in ("table", "tables"):
+            found += _tables(f"{path}.{name}".lstrip(".") + "[]" * (shape == "tables"), inner)
     return found
-
-
-def _table_of(hint) -> tuple[type | None, bool]:
-    while typing.get_origin(hint) is Annotated:
-        hint = hint.__origin__
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    if dataclasses.is_dataclass(hint):
-        return hint, False
-    if typing.get_origin(hint) in (tuple, list) and args and dataclasses.is_dataclass(args[0]):
-        return args[0], True
-    if len(args) == 1 and dataclasses.is_dataclass(args[0]):
-        return args[0], False
-    return None, False
 
 
 def kinds(cls) -> dict[str, tuple[str, str]]:
     """A table's keys: their kinds in words and their meanings."""
-    properties = _tidy(adapter(cls).json_schema(ref_template="{model}"))["properties"]
-    return {name: (_words(p).replace("|", "\\|"), p.get("description", "")) for name, p in properties.items()}
+    keys = table_keys(cls).items()
+    return {name: (_kind(kind).replace("|", "\\|"), field.metadata["description"]) for name, (field, kind) in keys}
 
 
-def _words(node: dict) -> str:
-    if "anyOf" in node:
-        return " or ".join(_words(n) for n in node["anyOf"])
-    if "$ref" in node:
-        return f"table ({node['$ref']})"
-    if "enum" in node:
-        return " / ".join(f'"{v}"' for v in node["enum"])
-    if "const" in node:
-        return json.dumps(node["const"])
-    if node.get("type") == "array":
-        items = node.get("items", {})
-        return "[lo, hi]" if isinstance(items, list) else f"list of {_words(items) if items else 'values'}"
-    if node.get("type") == "object":
-        value = node.get("additionalProperties")
-        return f"table of {_words(value)}" if isinstance(value, dict) and value else "table"
-    return {"integer": "integer", "number": "number", "string": "string", "boolean": "true/false"}.get(
-        node.get("type"), "value"
-    )
+def _kind(kind) -> str:
+    shape, inner, metadata = _shape(kind)
+    words = [m.kind for m in metadata if isinstance(m, Words) and m.kind]
+    if shape in ("table", "tables"):
+        return f"{'list of tables' if shape == 'tables' else 'table'} ({inner.__name__})"
+    if typing.get_origin(inner) is typing.Literal:
+        return " / ".join(json.dumps(v) for v in typing.get_args(inner))
+    if shape == "map":
+        return f"table of {_kind(inner)}" if inner is not Any else "table"
+    return words[-1] if words else "value"
 
 
 def _default(field: dataclasses.Field) -> str:
-    if field.default_factory is not dataclasses.MISSING:
-        value = field.default_factory()
-        return "" if dataclasses.is_dataclass(value) else f"`{json.dumps(value)}`"
-    if field.default is dataclasses.MISSING:
+    value = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
+    if value is dataclasses.MISSING:
         return "required"
-    value = list(field.default) if isinstance(field.default, tuple) else field.default
-    return "" if value is None else f"`{json.dumps(value)}`"
-
-
-def _doc(cls) -> str:
-    return " ".join((cls.__doc__ or "").split())
+    value = list(value) if isinstance(value, tuple) else value
+    return "" if value is None or dataclasses.is_dataclass(value) else f"`{json.dumps(value)}`"

@@ -15,13 +15,12 @@ relative difference of a pair is |a − b| / max(|a|, |b|), and 0 when both are 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
-from jaxmem.spec.report_relations import fill
-from jaxmem.spec.tables import CONFIG, Names, NonNegative, Text, key, plain
+from jaxmem.spec.tables import Names, NonNegative, Text, fill, key, plain
 
 if TYPE_CHECKING:
-    from jaxmem.spec.report_tables import Checks, Context
+    from jaxmem.spec.report_tables import Context
 
 
 def _one_value(value):
@@ -30,23 +29,20 @@ def _one_value(value):
     return value
 
 
+OneValue = plain(_one_value, bool | int | float | str, "one value of the field")
+
+
 @dataclasses.dataclass(frozen=True)
 class Agreement:
     """Runs that differ only in one config field, paired on the rest: the largest relative differences."""
 
-    __pydantic_config__ = CONFIG
-    field: Annotated[Text, key("the config field whose values are compared")]
-    label: Annotated[Text, key("its name (default: 'runs that differ only in field')")] = ""
-    reference: Annotated[
-        plain(_one_value, bool | int | float | str, "one value of the field") | None,
-        key("the value the others are compared with (default: the smallest)"),
-    ] = None
-    metrics: Annotated[Names, key("final metrics compared (default: every one)")] = ()
-    rtol: Annotated[NonNegative | None, key("PASS when the largest relative difference is at most this")] = None
+    field: Text = key("the config field whose values are compared", names=("config", "a config field"))
+    label: Text = key("its name (default: 'runs that differ only in field')", "")
+    reference: OneValue | None = key("the value the others are compared with (default: the smallest)", None)
+    metrics: Names = key(
+        "final metrics compared (default: every one)", (), names=("metrics", "a metric of the experiment")
+    )
+    rtol: NonNegative | None = key("PASS when the largest relative difference is at most this", None)
 
-
-def check_agreement(agreement: Agreement, context: Context, c: Checks) -> Agreement:
-    """The names of one `[[report.agreement]]` table, and its label."""
-    c.names("field", agreement.field, context.config, "a config field")
-    c.names("metrics", agreement.metrics, context.metrics, "a metric of the experiment")
-    return fill(agreement, label=f"runs that differ only in {agreement.field}")
+    def checked(self, given: dict, context: Context, path: str, problems: list[str]) -> Agreement:
+        return fill(self, label=f"runs that differ only in {self.field}")

@@ -36,19 +36,20 @@ needs 3 or more x values with a median, and INCONCLUSIVE says the data cannot de
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Literal
 
-from jaxmem.spec.tables import CONFIG, Bounds, Formula, Names, Number, Text, key, names_of, plain
+from jaxmem.spec.tables import BadValue, Bounds, Formula, Names, Number, Text, fill, is_number, key, names_of, plain
 
 if TYPE_CHECKING:
-    from jaxmem.spec.report_tables import Checks, Context
+    from jaxmem.spec.report_tables import Context
 
 RUN_QUANTITIES = frozenset(
     {"max_metric", "final_metric", "final_loss", "steps_run", "steps_to_threshold", "wall_time_s"}
 )
 SEARCH_QUANTITY = "capacity"
-DEFAULT_MIN_RANK = 0.8
-RUN = "a config field, lr or seed"
+RUN = ("run", "a config field, lr or seed")  # (the names a key may use: jaxmem.spec.report_tables.Context's)
+FINALS = ("finals", "a config field, lr, seed or final_<metric>")
+QUANTITIES = ("quantities", "a config field, lr, seed, final_<metric> or a run quantity")
 
 
 def _kept_values(value) -> tuple[tuple[str, tuple], ...]:
@@ -58,7 +59,17 @@ def _kept_values(value) -> tuple[tuple[str, tuple], ...]:
     return tuple((str(k), tuple(v) if isinstance(v, list) else (v,)) for k, v in value.items())
 
 
+def _fraction(value) -> float:
+    if not is_number(value):
+        raise ValueError()
+    if not 0 <= value <= 1:
+        raise BadValue(f"must lie in [0, 1], got {float(value)}")
+    return float(value)
+
+
 Where = plain(_kept_values, dict[str, object], "a table of config fields and the values kept")
+Fraction = plain(_fraction, float, "a finite number")
+Medians = Literal["non-increasing", "non-decreasing"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,69 +77,32 @@ class Relation:
     """A per-run quantity (or a search's answer) against an expression of the config: medians per x, a fit,
     Spearman ρ, monotone and U-shape checks."""
 
-    __pydantic_config__ = CONFIG
-    x: Annotated[Formula, key("an expression of the config, lr, seed and final_<metric>")]
-    y: Annotated[Formula, key("an expression of a run's columns, or of 'capacity' (a search's answer)")]
-    expect_slope: Annotated[Bounds | None, key("[lo, hi]: b's 95 % interval inside PASSes ([0, inf]: b > 0)")] = None
-    min_rank: Annotated[Number, key("and |ρ| at least this", json_schema_extra={"minimum": 0, "maximum": 1})] = (
-        DEFAULT_MIN_RANK
-    )
-    group_by: Annotated[Names, key("one line, fit and rank test per combination")] = ()
-    where: Annotated[Where, key("only the rows with these config values (a value or a list of values)")] = ()
-    fit: Annotated[Literal["linear", "power", "none"], key("y = a + b·x, ln y = a + b·ln x, or none")] = "linear"
-    label: Annotated[Text, key("its name (default: 'y_label against x_label')")] = ""
-    x_label: Annotated[Text, key("axis name (default: x)")] = ""
-    y_label: Annotated[Text, key("axis name (default: y)")] = ""
-    min_r2: Annotated[Number | None, key("and R² at least this, the law told apart from a free exponent")] = None
-    rank: Annotated[Literal["increasing", "decreasing"] | None, key("the sign of Spearman ρ(x, y) over every run")] = (
-        None
-    )
-    monotone: Annotated[
-        Literal["non-increasing", "non-decreasing"] | None, key("the per-x medians move so beyond the seed spread")
-    ] = None
-    minimum: Annotated[Literal["interior"] | None, key("the smallest per-x median lies inside the x range")] = None
-    missing: Annotated[
-        Literal["drop", "high", "low"], key("a run without a value ranks above, below, or is left out")
-    ] = "drop"
+    x: Formula = key("an expression of the config, lr, seed and final_<metric>", uses=FINALS)
+    y: Formula = key("an expression of a run's columns, or of 'capacity' (a search's answer)", uses=QUANTITIES)
+    expect_slope: Bounds | None = key("[lo, hi]: b's 95 % interval inside PASSes ([0, inf]: b > 0)", None)
+    min_rank: Fraction = key("and |ρ| at least this", 0.8, json_schema_extra={"minimum": 0, "maximum": 1})
+    group_by: Names = key("one line, fit and rank test per combination", (), names=RUN)
+    where: Where = key("only the rows with these config values (a value or a list of values)", (), names=RUN)
+    fit: Literal["linear", "power", "none"] = key("y = a + b·x, ln y = a + b·ln x, or none", "linear")
+    label: Text = key("its name (default: 'y_label against x_label')", "")
+    x_label: Text = key("axis name (default: x)", "")
+    y_label: Text = key("axis name (default: y)", "")
+    min_r2: Number | None = key("and R² at least this, the law told apart from a free exponent", None)
+    rank: Literal["increasing", "decreasing"] | None = key("the sign of Spearman ρ(x, y) over every run", None)
+    monotone: Medians | None = key("the per-x medians move so beyond the seed spread", None)
+    minimum: Literal["interior"] | None = key("the smallest per-x median lies inside the x range", None)
+    missing: Literal["drop", "high", "low"] = key("a run without a value ranks above, below, or is left out", "drop")
 
     @property
     def over_searches(self) -> bool:
         """Whether y is a search's answer (one row per search) rather than a run's quantity."""
         return SEARCH_QUANTITY in names_of(self.y)
 
-
-def x_names(run: frozenset[str] | None, metrics: frozenset[str] | None) -> frozenset[str] | None:
-    """The names x may use (None: not checked)."""
-    return None if run is None or metrics is None else run | {f"final_{m}" for m in metrics}
-
-
-def y_names(run: frozenset[str] | None, metrics: frozenset[str] | None, searched: bool) -> frozenset[str] | None:
-    """The names y may use (None: not checked)."""
-    if run is None or metrics is None:
-        return None
-    names = run | RUN_QUANTITIES | {f"final_{m}" for m in metrics}
-    return names | {SEARCH_QUANTITY} if searched else names
-
-
-def check_relation(relation: Relation, context: Context, c: Checks) -> Relation:
-    """The names of one `[[report.relation]]` table, and its defaults."""
-    run, metrics = context.run, context.metrics
-    c.names("x", names_of(relation.x), x_names(run, metrics), "a config field, lr, seed or final_<metric>")
-    y_allowed = y_names(run, metrics, bool(context.searched_sweep))
-    c.names("y", names_of(relation.y), y_allowed, "a config field, lr, seed, final_<metric> or a run quantity")
-    if SEARCH_QUANTITY in names_of(relation.y) and names_of(relation.y) & (RUN_QUANTITIES | {"lr"}):
-        c.add(f".y: a search's capacity cannot be mixed with a run's quantities, got {relation.y!r}")
-    if not 0 <= relation.min_rank <= 1:
-        c.add(f".min_rank: must lie in [0, 1], got {relation.min_rank}")
-    c.names("group_by", relation.group_by, run, RUN)
-    c.names("where", [name for name, _ in relation.where], run, RUN)
-    for key_name in ("expect_slope", "min_r2"):
-        if relation.fit == "none" and getattr(relation, key_name) is not None:
-            c.add(f'.{key_name}: needs a fit, got fit = "none"')
-    relation = fill(relation, x_label=relation.x, y_label=relation.y)
-    return fill(relation, label=f"{relation.y_label} against {relation.x_label}")
-
-
-def fill(table, **defaults):
-    """`table` with its empty keys set to `defaults`."""
-    return dataclasses.replace(table, **{k: v for k, v in defaults.items() if getattr(table, k) in (None, "")})
+    def checked(self, given: dict, context: Context, path: str, problems: list[str]) -> Relation:
+        if self.over_searches and names_of(self.y) & (RUN_QUANTITIES | {"lr"}):
+            problems.append(f"{path}.y: a search's capacity cannot be mixed with a run's quantities, got {self.y!r}")
+        for name in ("expect_slope", "min_r2"):
+            if self.fit == "none" and getattr(self, name) is not None:
+                problems.append(f'{path}.{name}: needs a fit, got fit = "none"')
+        relation = fill(self, x_label=self.x, y_label=self.y)
+        return fill(relation, label=f"{relation.y_label} against {relation.x_label}")

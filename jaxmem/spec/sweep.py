@@ -18,9 +18,9 @@ from pathlib import Path
 
 from jaxmem.spec import expr
 from jaxmem.spec.document import MAX_VALUES, SECTIONS, SweepTables, short
-from jaxmem.spec.report_tables import Checks, Context, ReportSpec, check_report
+from jaxmem.spec.report_tables import Context, ReportSpec, read_report
 from jaxmem.spec.sections import EngineSpec, SearchSpec, SuccessRule, SuccessTable, TrainSpec
-from jaxmem.spec.tables import MAX_INT, hint, names_of, suggest, unknown_names, validate
+from jaxmem.spec.tables import MAX_INT, hint, names_of, read, suggest, unknown_names
 from jaxmem.experiments.interface import Experiment
 from jaxmem.experiments.registry import SHIPPED, UnknownExperiment, searching
 from jaxmem.experiments.registry import get as get_experiment
@@ -120,9 +120,8 @@ def parse(raw: dict, name: str, preset: str | None = None, source: str = "<spec>
     if problems:
         raise SpecError(source, problems)
     problems += _unknown_sections(raw)
-    tables, found, bad = validate(SweepTables, {k: v for k, v in merged.items() if k in SECTIONS}, top=True)
-    problems += found
-    tables = tables or SweepTables()
+    bad: set[str] = set()
+    tables = read(SweepTables, {k: v for k, v in merged.items() if k in SECTIONS - {"report"}}, "", problems, bad)
     exp = _experiment(merged, "experiment" in bad, problems)
     train = None if "train" in bad else tables.train
     train_bad = {b.removeprefix("train.") for b in bad if b.startswith("train.")}
@@ -131,9 +130,7 @@ def parse(raw: dict, name: str, preset: str | None = None, source: str = "<spec>
         train, train_bad = dataclasses.replace(train, steps=TrainSpec.steps), train_bad | {"steps"}
     search = _search(tables.search, exp, problems)
     known = None if unknown_variable(search, exp) else exp  # a mistyped variable: one complaint, not one per use
-    context = _report_context(merged, known, train, search)
-    checks = Checks("report", problems, frozenset(bad))
-    report = check_report(tables.report, _table(merged, "report"), context, checks)
+    report = read_report(merged.get("report", {}), problems, _report_context(merged, known, train, search))
     success = _success(merged, tables.success, exp, train, search, problems)
     if train:
         _check_train(train, train_bad, step_budget, exp, success, problems)
@@ -179,16 +176,10 @@ def stored_report_spec(resolved: dict, source: str = "<stored spec>") -> ReportS
     the spec, which was checked when the sweep ran: names in expressions are not checked. SpecError
     when they are invalid."""
     problems: list[str] = []
-    train, _, _ = validate(TrainSpec, _table(resolved, "train"))
-    search = resolved.get("search")
-    context = Context(
-        early_stop=train.early_stop if train else None,
-        goal=search.get("goal", "largest") if isinstance(search, dict) else "largest",
-    )
-    report, found, removed = validate(ReportSpec, resolved.get("report", {}), "report")
-    problems += found
-    checks = Checks("report", problems, frozenset(removed))
-    report = check_report(report or ReportSpec(), _table(resolved, "report"), context, checks)
+    train = read(TrainSpec, _table(resolved, "train"), "train", [], set())
+    search = _table(resolved, "search")
+    context = Context(early_stop=train and train.early_stop, goal=search.get("goal", "largest"))
+    report = read_report(resolved.get("report", {}), problems, context)
     if problems:
         raise SpecError(source, problems)
     return report

@@ -1,7 +1,7 @@
 """The typed tables of a sweep spec: the kinds of their values (pydantic types that also say in words what a value
-must be), `key` (a table key: its default and one-line meaning, which the JSON Schema and docs/spec.md show), and
-`validate`, which reads TOML data into a table and turns pydantic's errors into one problem per field, each named by
-its dotted path (an unknown key with the closest valid one)."""
+must be), `key` (a table key: its default, one-line meaning and limits, which the JSON Schema and docs/spec.md
+show) and `read`, the one reader of TOML data into a table: a problem per bad value, named by its dotted path (an
+unknown key with the closest valid one), the bad value left out and the rest still read."""
 
 from __future__ import annotations
 
@@ -9,20 +9,17 @@ import dataclasses
 import difflib
 import functools
 import math
-import re
 import types
 import typing
 from collections.abc import Iterable
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, ConfigDict, Field, PlainValidator, Strict, TypeAdapter, ValidationError
-from pydantic.fields import FieldInfo
+from pydantic import BeforeValidator, Field, PlainValidator, Strict, TypeAdapter, ValidationError
 
 from jaxmem.spec.expr import ExpressionError, names_in
 
-METRIC = "a recorded metric"  # what a metric name must be, in messages
-CONFIG = ConfigDict(extra="forbid", populate_by_name=True)  # every table's: an unknown key is an error
 MAX_INT = 2**31 - 1  # sizes, step counts and seeds reach the device as int32
+GONE = object()  # a value left out: bad, or a table that is
 
 
 def suggest(word: str, options: Iterable[str]) -> str:
@@ -50,24 +47,14 @@ def names_of(expression) -> set[str]:
     return names_in(expression) if isinstance(expression, str) else set()
 
 
+def fill(table, **defaults):
+    """`table` with its empty keys set to `defaults`."""
+    return dataclasses.replace(table, **{k: v for k, v in defaults.items() if getattr(table, k) in (None, "")})
+
+
 # -- the kinds of values ------------------------------------------------------------------------------------
 class BadValue(ValueError):
-    """A value that is wrong in a way its message says in full ("cannot parse expression ...")."""
-
-
-class NotAKey(BadValue):
-    """A field of a table's dataclass that the spec does not write (it follows from other tables)."""
-
-
-def _refuse(value):
-    raise NotAKey()
-
-
-NOT_A_KEY = BeforeValidator(_refuse)  # `Annotated[SkipJsonSchema[kind], NOT_A_KEY]`: not read from TOML
-
-
-class WrongKind(ValueError):
-    """A value of the wrong kind: the field's words say what it must be."""
+    """A value that is wrong in a way its message says in full; any other ValueError: the kind's words say it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,10 +66,13 @@ class Words:
     limits: str | None = None
 
 
-def key(doc: str, alias: str | None = None, **limits) -> Any:
-    """A table key's one-line meaning, its TOML name where the attribute's differs, and its limits (ge, gt,
-    lt, ...), for `Annotated[kind, key(...)]`: the JSON Schema and docs/spec.md show them."""
-    return Field(description=doc, alias=alias, **limits)
+def key(doc: str, default: Any = dataclasses.MISSING, **limits) -> Any:
+    """A table key: its one-line meaning, its default (a class: a fresh one of it) and its limits (ge, lt, ...,
+    alias: its TOML name), which the JSON Schema and docs/spec.md show (pydantic reads a field's metadata); and
+    the names its value may be (`names`) or use in an expression (`uses`): (a set of the context, its words)."""
+    factory = default if isinstance(default, type) else dataclasses.MISSING
+    default = dataclasses.MISSING if isinstance(default, type) else default
+    return dataclasses.field(default=default, default_factory=factory, metadata={"description": doc, **limits})
 
 
 def is_number(value) -> bool:
@@ -91,17 +81,13 @@ def is_number(value) -> bool:
 
 def _finite(value) -> float:
     if not is_number(value):
-        raise WrongKind()
+        raise ValueError()
     return float(value)
-
-
-def _names(value) -> tuple:
-    return (value,) if isinstance(value, str) else value
 
 
 def _formula(value) -> str:
     if not isinstance(value, str):
-        raise WrongKind()
+        raise ValueError()
     try:
         names_in(value)
     except ExpressionError as err:
@@ -109,24 +95,16 @@ def _formula(value) -> str:
     return value
 
 
-def _expression(value) -> str | float:
-    return value if is_number(value) else _formula(value)
-
-
 def _pair(open_ends: bool):
     def read(value) -> tuple[float, float]:
         ok = isinstance(value, list) and len(value) == 2
-        ok = ok and all(is_number(v) or open_ends and isinstance(v, float) and math.isinf(v) for v in value)
-        if not ok:
-            raise WrongKind()
+        if not ok or not all(is_number(v) or open_ends and isinstance(v, float) and math.isinf(v) for v in value):
+            raise ValueError()
         if value[0] > value[1]:
             raise BadValue(f"lo must not exceed hi, got {[float(v) for v in value]}")
         return float(value[0]), float(value[1])
 
     return read
-
-
-GONE = object()  # a bad table of a list, left out when it is read (the others keep their places)
 
 
 def many(item: Any, single: tuple[type, ...] = ()) -> Any:
@@ -140,18 +118,13 @@ def one_or_many(item: Any, single: tuple[type, ...] = (dict,)) -> Any:
 
 
 def _as_list(single: tuple[type, ...]):
-    def as_list(value):
-        value = [value] if isinstance(value, single) and not isinstance(value, bool) else value
-        return [v for v in value if v is not GONE] if isinstance(value, list) else value
-
-    return as_list
+    return lambda value: [value] if isinstance(value, single) and not isinstance(value, bool) else value
 
 
 def _or_one(schema: dict) -> None:
     """The JSON Schema of `one_or_many`: an item, or an array of items."""
-    array = {"type": "array", "items": schema.pop("items")}
     schema.pop("type", None)
-    schema["anyOf"] = [array["items"], array]
+    schema["anyOf"] = [schema["items"], {"type": "array", "items": schema.pop("items")}]
 
 
 def plain(read, schema_type, words: str) -> Any:
@@ -163,244 +136,164 @@ Text = Annotated[str, Strict(), Words("a string")]
 Flag = Annotated[bool, Strict(), Words("true or false")]
 Integer = Annotated[int, Strict(), Words("an integer")]
 Number = Annotated[float, BeforeValidator(_finite), Words("a finite number")]
-Positive = Annotated[float, BeforeValidator(_finite), Field(gt=0), Words("a number > 0", "a number > 0")]
-NonNegative = Annotated[float, BeforeValidator(_finite), Field(ge=0), Words("a number >= 0", "a number >= 0")]
+Positive = Annotated[Number, Field(gt=0), Words("a number > 0", "a number > 0")]
+NonNegative = Annotated[Number, Field(ge=0), Words("a number >= 0", "a number >= 0")]
 Names = Annotated[
-    tuple[str, ...], BeforeValidator(_names), Field(json_schema_extra=_or_one), Words("a name or a list of names")
+    tuple[str, ...],
+    BeforeValidator(lambda v: (v,) if isinstance(v, str) else v),
+    Field(json_schema_extra=_or_one),
+    Words("a name or a list of names"),
 ]
 Formula = plain(_formula, str, "an expression string")
-Expression = plain(_expression, float | str, "a number or an expression string")
+Expression = plain(lambda v: v if is_number(v) else _formula(v), float | str, "a number or an expression string")
 Pair = plain(_pair(False), tuple[float, float], "[lo, hi]")
 Bounds = plain(_pair(True), tuple[float, float], "[lo, hi] (numbers; -inf or inf for an open end)")
 
 
 # -- reading a table ----------------------------------------------------------------------------------------
+NOT_LIMITS = ("description", "alias", "json_schema_extra", "names", "uses")
+
+
 @functools.cache
-def adapter(cls) -> TypeAdapter:
-    return TypeAdapter(cls)
+def table_keys(cls) -> dict[str, tuple[dataclasses.Field, Any]]:
+    """A table's keys, as TOML writes them: the field each sets and its kind, limits included (a field made
+    without `key` is none: it follows from other tables)."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    keys = {}
+    for field in (f for f in dataclasses.fields(cls) if "description" in f.metadata):
+        limits = {k: v for k, v in field.metadata.items() if k not in NOT_LIMITS}
+        kind = Annotated[hints[field.name], Field(**limits)] if limits else hints[field.name]
+        keys[field.metadata.get("alias", field.name)] = (field, kind)
+    return keys
 
 
-def validate(cls, data: dict, prefix: str = "", top: bool = False) -> tuple[Any, list[str], set[str]]:
-    """`data` read into the table class `cls`: the object (built from the good values, the bad ones left at their
-    defaults; None when a required one is bad), a problem per bad value (its path after `prefix`; with `top`, an
-    unknown top-level name is an unknown 'section or key') and the dotted paths of the bad values."""
-    problems, bad, data = [], set(), _copy(data)
-    for attempt in range(100):  # each pass leaves out at least one value
-        try:
-            return adapter(cls).validate_python(data), problems, bad
-        except ValidationError as err:
-            errors = [Problem(cls, data, e) for e in err.errors()]
-        if attempt == 0:
-            problems += [p.message(prefix, top) for p in _one_per_key(errors)]
-        cuts = sorted({p.cut for p in errors if p.cut}, key=lambda loc: [str(x) for x in loc], reverse=True)
-        bad |= {joined(prefix, dotted(loc)) for loc in cuts}
-        if not [loc for loc in cuts if _remove(data, loc)]:
-            break
-    return None, problems, bad
+def joined(path: str, name: str) -> str:
+    return f"{path}.{name}" if path and name else path or name
 
 
-def _one_per_key(errors: list[Problem]) -> list[Problem]:
-    """The errors at distinct keys, in order; at one key (the members of a union), the one that says most."""
-    by_key: dict[tuple, list[Problem]] = {}
-    for problem in errors:
-        by_key.setdefault(problem.loc, []).append(problem)
-    return [min(group, key=Problem.rank) for group in by_key.values()]
+def required(field: dataclasses.Field) -> bool:
+    return field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
 
 
-def _copy(value):
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    return [_copy(v) for v in value] if isinstance(value, list) else value
+def read(cls, data, path: str, problems: list[str], bad: set[str], context=None):
+    """`data` read into the table class `cls`: a problem per bad value (an unknown key with the closest valid
+    one) or unknown name (against `context`), each named by its dotted path below `path`, a bad value left out
+    (its default used) and its path added to `bad`; then the table's own `checked`. None when `data` is no table
+    or lacks a required key."""
+    if not isinstance(data, dict):
+        problems.append(f"{path}: must be a table, got {data!r}")
+        return None
+    keys, values = table_keys(cls), {}
+    problems += [f"{joined(path, k)}: unknown key{hint(k, keys)}" for k in data if k not in keys]
+    for name, (field, kind) in keys.items():
+        at = joined(path, name)
+        if name in data:
+            values[field.name] = value = _value(kind, data[name], at, problems, bad, context)
+            problems += [] if value is GONE or context is None else _unknown_used(field, value, at, context)
+        elif required(field):
+            problems.append(f"{at}: missing")
+    values = {k: v for k, v in values.items() if v is not GONE}
+    if any(required(f) and f.name not in values for f, _ in keys.values()):
+        return None
+    table = cls(**values)
+    return table.checked(data, context, path, problems) if hasattr(table, "checked") else table
 
 
-def _remove(data, loc: tuple) -> bool:
-    """Leave out the value at `loc` (a table given where a list of them is read counts as item 0)."""
-    parents = [data]
-    for part in loc[:-1]:
-        here = parents[-1]
-        if isinstance(here, dict) and isinstance(part, int):
-            parents.append(here)
-        elif isinstance(here, (dict, list)) and (part in here if isinstance(here, dict) else part < len(here)):
-            parents.append(here[part])
-        else:
-            return False
-    parent, last = parents[-1], loc[-1]
-    if isinstance(last, int) and not isinstance(parent, list):  # the one value given for a list of them
-        parents[-2][loc[-2]] = []
-        return True
-    if isinstance(parent, list) and last < len(parent) and parent[last] is not GONE:
-        parent[last] = GONE
-        return True
-    return isinstance(parent, dict) and parent.pop(last, _remove) is not _remove
+def _value(kind, value, path: str, problems: list[str], bad: set[str], context):
+    """One key's value read (a table, a list or map of them, or a leaf that pydantic checks), or GONE."""
+    shape, inner, metadata = _shape(kind)
+    for convert in (m.func for m in metadata if isinstance(m, BeforeValidator) and shape in ("table", "tables")):
+        value = convert(value)
+    if shape == "table":
+        found = read(inner, value, path, problems, bad, context)
+    elif shape == "tables" and not isinstance(value, list):
+        problems.append(f"{path}: must be a list of tables, got {value!r}")
+        found = None
+    elif shape == "tables":
+        items = [read(inner, item, f"{path}[{i}]", problems, bad, context) for i, item in enumerate(value)]
+        bad |= {f"{path}[{i}]" for i, item in enumerate(items) if item is None}
+        found = tuple(item for item in items if item is not None)
+    elif shape == "map" and isinstance(value, dict):
+        found = {k: _value(inner, v, joined(path, k), problems, bad, context) for k, v in value.items()}
+        found = {k: v for k, v in found.items() if v is not GONE}
+    else:
+        found = _leaf(kind, value, path, problems)
+    if found is None or found is GONE:
+        bad.add(path)
+        return GONE
+    return found
 
 
-def joined(prefix: str, path: str) -> str:
-    """A dotted path below the table at `prefix`."""
-    return prefix + path if not prefix or not path or path.startswith("[") else f"{prefix}.{path}"
+def _unknown_used(field: dataclasses.Field, value, path: str, context) -> list[str]:
+    """A problem per name that the value of `field` is (its key's `names`) or uses (`uses`) and `context` lacks."""
+    if "uses" in field.metadata:
+        (names, what), found = field.metadata["uses"], names_of(value)
+    elif "names" in field.metadata:
+        names, what = field.metadata["names"]
+        found = [value] if isinstance(value, str) else [n[0] if isinstance(n, tuple) else n for n in value or ()]
+    else:
+        return []
+    return unknown_names(path, [n for n in found if n], getattr(context, names), what)
 
 
-def dotted(loc: tuple) -> str:
-    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+def _leaf(kind, value, path: str, problems: list[str]):
+    try:
+        return adapter(kind).validate_python(value)
+    except ValidationError as err:
+        error = min(err.errors(), key=_rank)
+        cause = error.get("ctx", {}).get("error")
+        why = cause if isinstance(cause, BadValue) else f"must be {_words(kind, error)}, got {value!r}"
+        problems.append(f"{path}: {why}")
+        return GONE
 
 
-TYPE_OF_TABLE = {"dataclass_type", "dataclass_args_type", "model_type", "dict_type"}
-UNKNOWN = {"unexpected_keyword_argument", "extra_forbidden"}
-MISSING = {"missing", "missing_argument", "missing_keyword_only_argument"}
 LIMITS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "below", "less_than_equal": "<="}
 LIMITS |= {"finite_number": "finite"}
 
 
-class Problem:
-    """One pydantic error, placed at the key it concerns (`where`: the table or leaf node there)."""
-
-    def __init__(self, root, data, error: dict):
-        self.error, self.kind = error, error["type"]
-        loc = tuple(error["loc"])
-        if isinstance(error.get("ctx", {}).get("error"), NotAKey):
-            self.kind, loc = "extra_forbidden", loc
-        self.loc, self.node, self.words = _place(root, loc[:-1] if self.kind in UNKNOWN else loc)
-        if self.kind in UNKNOWN:
-            self.loc += (loc[-1],)
-        self.value = _value_at(data, self.loc, error.get("input"))
-        self.cut = self.loc[:-1] if self.kind in MISSING and _table_depth(self.loc) else self.loc
-
-    def rank(self) -> int:
-        """Where errors at one key disagree (the members of a union), the one that says most."""
-        if isinstance(self.error.get("ctx", {}).get("error"), BadValue):
-            return 0
-        return 1 if self.kind in LIMITS or self.kind == "literal_error" else 2
-
-    def message(self, prefix: str, top: bool) -> str:
-        path = joined(prefix, dotted(self.loc))
-        if self.kind in UNKNOWN:
-            what = "section or key" if top and len(self.loc) == 1 else "key"
-            return f"{path}: unknown {what}{hint(self.loc[-1], _keys(self.node))}"
-        if self.kind in MISSING:
-            return f"{path}: missing"
-        if self.kind in TYPE_OF_TABLE or self.node[0] == "tables" and self.kind in ("list_type", "tuple_type"):
-            what = "a table" if self.kind in TYPE_OF_TABLE else "a list of tables"
-            return f"{path}: must be {what}, got {self.value!r}"
-        cause = self.error.get("ctx", {}).get("error")
-        if isinstance(cause, BadValue):
-            return f"{path}: {cause}"
-        return f"{path}: must be {self._words()}, got {self.value!r}"
-
-    def _words(self) -> str:
-        ctx = self.error.get("ctx", {})
-        if self.kind == "literal_error":
-            return f"one of {list(typing.get_args(self.node[1]))}"
-        if self.kind in LIMITS:
-            if self.words and self.words.limits:
-                return self.words.limits
-            bound = next(iter(ctx.values()), "")
-            return f"{LIMITS[self.kind]} {'2**31' if bound == MAX_INT + 1 else bound}".strip()
-        return self.words.kind if self.words else "valid"
+def _rank(error: dict) -> int:
+    """Where errors at one key disagree (the members of a union), the one that says most."""
+    if isinstance(error.get("ctx", {}).get("error"), BadValue):
+        return 0
+    return 1 if error["type"] in LIMITS or error["type"] == "literal_error" else 2
 
 
-def _shape(annotation) -> tuple[str, Any, Words | None]:
-    """What a table's key holds: ("table", class), ("tables", class) (a list of them), ("map", class) (a
-    table of them by name) or ("leaf", annotation); and its Words."""
-    words = None
-    while typing.get_origin(annotation) is Annotated:
-        for given in (m for m in annotation.__metadata__ if isinstance(m, Words)):
-            words = given if words is None else Words(given.kind or words.kind, given.limits or words.limits)
-        annotation = annotation.__origin__
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        members = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if len(members) == 1:
-            kind, inner, inner_words = _shape(members[0])
-            return kind, inner, inner_words or words
-    if dataclasses.is_dataclass(annotation):
-        return "table", annotation, words
-    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if origin in (tuple, list) and args and (len(args) == 1 or args[-1] is Ellipsis):
-        kind, inner, inner_words = _shape(args[0])
-        return ("tables", inner, None) if kind == "table" else ("leaf", annotation, words or inner_words)
-    if origin is dict:
-        kind, inner, inner_words = _shape(args[1])
-        return ("map", inner, None) if kind == "table" else ("leaves", args[1], inner_words)
-    return "leaf", annotation, words
+def _words(kind, error: dict) -> str:
+    """What a value of `kind` must be, in the words of its Words (the outermost that says it) or its Literal."""
+    shape, inner, metadata = _shape(kind)
+    words = Words("valid")
+    for given in (m for m in metadata if isinstance(m, Words)):
+        words = Words(given.kind or words.kind, given.limits or words.limits)
+    if error["type"] == "literal_error":
+        return f"one of {list(typing.get_args(inner))}"
+    if error["type"] not in LIMITS:
+        return "a table" if shape == "map" else words.kind
+    bound = next(iter(error.get("ctx", {}).values()), "")
+    return words.limits or f"{LIMITS[error['type']]} {'2**31' if bound == MAX_INT + 1 else bound}".strip()
 
 
-def _keys(node) -> dict[str, Any]:
-    """A table's keys (as written in TOML) and their annotations."""
-    if node[0] != "table":
-        return {}
-    return table_keys(node[1])
-
-
-def table_keys(cls) -> dict[str, Any]:
-    """A table's keys (as written in TOML) and their annotations."""
-    fields = annotated_fields(cls)
-    return {toml_name(f, hint): hint for f, hint in fields if NOT_A_KEY not in getattr(hint, "__metadata__", ())}
-
-
-def annotated_fields(cls) -> list[tuple[dataclasses.Field, Any]]:
-    """A table's fields with their full annotations."""
-    hints = typing.get_type_hints(cls, include_extras=True)
-    return [(f, hints[f.name]) for f in dataclasses.fields(cls) if f.init]
-
-
-def toml_name(field: dataclasses.Field, annotation) -> str:
-    infos = [m for m in getattr(annotation, "__metadata__", ()) if isinstance(m, FieldInfo)]
-    return next((i.alias for i in infos if i.alias), field.name)
-
-
-def _place(root, loc: tuple) -> tuple[tuple, tuple, Words | None]:
-    """The part of `loc` that names a table's key (a leaf's own positions left out: a list of numbers is
-    one value), the node there and its words."""
-    node, words, placed = ("table", root, None), None, ()
-    for part in loc:
-        kind = node[0]
-        if kind == "table" and part in _keys(node):
-            node = _shape(_keys(node)[part])
-            words = node[2]
-        elif kind in ("tables", "map"):
-            node, words = ("table", node[1], None), None
-        elif kind == "leaves":
-            node = _shape(node[1])
-            words = node[2] or words
+def _shape(kind) -> tuple[str, Any, list]:
+    """What a key holds: ("table", class), ("tables", class) (a list of them), ("map", kind) (a table of
+    values by name) or ("leaf", kind without Annotated and None); and the metadata on the way (outer last)."""
+    metadata: list = []
+    while True:
+        if typing.get_origin(kind) is Annotated:
+            metadata, kind = [*kind.__metadata__, *metadata], kind.__origin__
+        elif typing.get_origin(kind) in (typing.Union, types.UnionType) and type(None) in typing.get_args(kind):
+            members = [a for a in typing.get_args(kind) if a is not type(None)]
+            if len(members) > 1:
+                return "leaf", kind, metadata
+            kind = members[0]
         else:
             break
-        placed += (part,)
-    return placed, node, words
+    args = typing.get_args(kind)
+    if dataclasses.is_dataclass(kind):
+        return "table", kind, metadata
+    if typing.get_origin(kind) is tuple and args[-1] is Ellipsis and dataclasses.is_dataclass(args[0]):
+        return "tables", args[0], metadata
+    return ("map", args[1], metadata) if typing.get_origin(kind) is dict else ("leaf", kind, metadata)
 
 
-def in_spec_order(problems: list[str], root) -> list[str]:
-    """`problems` ordered as their keys are in the tables (an unknown key first in its table), a problem that
-    names no key last; the order of problems at one key kept."""
-    return sorted(problems, key=lambda problem: _position(problem, root))
-
-
-def _position(problem: str, root) -> tuple:
-    path = problem.split(": ", 1)[0]
-    parts = [int(p) if p.isdigit() else p for p in re.split(r"\.|\[|\]\.?", path) if p]
-    node, position = ("table", root, None), []
-    for part in parts:
-        keys = list(_keys(node)) if node[0] == "table" else []
-        if node[0] == "table" and part in keys:
-            node = _shape(_keys(node)[part])
-            position.append(keys.index(part))
-        elif node[0] == "table":
-            position.append(-1 if "unknown" in problem else len(keys))
-            break
-        else:
-            node = ("table", node[1], None) if node[0] in ("tables", "map") else node
-            position.append(part if isinstance(part, int) else 0)
-    return tuple(position)
-
-
-def _table_depth(loc: tuple) -> bool:
-    """Whether a key at `loc` lies in a table below the top level (whose whole table is then left out)."""
-    return len(loc) > 1
-
-
-def _value_at(data, loc: tuple, default):
-    for part in loc:
-        if isinstance(data, dict) and isinstance(part, int):
-            continue  # one table given for a list of them
-        try:
-            data = data[part]
-        except (KeyError, IndexError, TypeError):
-            return default
-    return data
+@functools.cache
+def adapter(kind) -> TypeAdapter:
+    return TypeAdapter(kind)
