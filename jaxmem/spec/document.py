@@ -13,7 +13,7 @@ from pydantic import WithJsonSchema
 
 from jaxmem.spec.report_tables import ReportSpec
 from jaxmem.spec.sections import EngineSpec, SearchSpec, SuccessTable, TrainSpec
-from jaxmem.spec.tables import MAX_INT, BadValue, Expression, Text, Words, _shape, adapter, key, plain, table_keys
+from jaxmem.spec.tables import MAX_INT, BadValue, Expression, Text, Words, key_shape, adapter, key, plain, table_keys
 
 MAX_VALUES = 10**6  # the most values an axis, the seeds or the grid may have: more is a typo, not a sweep
 
@@ -178,7 +178,7 @@ def _tables(path: str, cls) -> list[tuple[str, type]]:
     """Every table below `cls` (itself first), with its dotted path ([] for a list of tables)."""
     found = [(path, cls)]
     for name, (_, kind) in table_keys(cls).items():
-        shape, inner, _ = _shape(kind)
+        shape, inner, _ = key_shape(kind)
         if shape in ("table", "tables"):
             found += _tables(f"{path}.{name}".lstrip(".") + "[]" * (shape == "tables"), inner)
     return found
@@ -191,7 +191,7 @@ def kinds(cls) -> dict[str, tuple[str, str]]:
 
 
 def _kind(kind) -> str:
-    shape, inner, metadata = _shape(kind)
+    shape, inner, metadata = key_shape(kind)
     words = [m.kind for m in metadata if isinstance(m, Words) and m.kind]
     if shape in ("table", "tables"):
         return f"{'list of tables' if shape == 'tables' else 'table'} ({inner.__name__})"

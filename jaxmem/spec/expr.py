@@ -12,18 +12,8 @@ import operator
 from typing import Mapping
 
 FUNCTIONS = {
-    "log": math.log,
-    "log2": math.log2,
-    "log10": math.log10,
-    "exp": math.exp,
-    "sqrt": math.sqrt,
-    "floor": math.floor,
-    "ceil": math.ceil,
-    "round": round,
-    "min": min,
-    "max": max,
-    "abs": abs,
-    "int": int,
+    f.__name__: f
+    for f in (math.log, math.log2, math.log10, math.exp, math.sqrt, math.floor, math.ceil, round, min, max, abs, int)
 }
 
 _BINARY = {
@@ -91,7 +81,8 @@ def _disallowed(node: ast.AST) -> str | None:
 
 
 def _eval(node: ast.AST, source: str, names: Mapping[str, float]):
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+    """The value of a node of a tree that `_parse` allowed."""
+    if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.Name):
         if node.id not in names:
@@ -101,27 +92,17 @@ def _eval(node: ast.AST, source: str, names: Mapping[str, float]):
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise ExpressionError(f"{node.id} = {value!r} is not a number, in expression {source!r}")
         return value
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        left, right = _eval(node.left, source, names), _eval(node.right, source, names)
-        if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
-            raise ExpressionError(f"exponent too large in {source!r} (at most {MAX_EXPONENT})")
-        if isinstance(node.op, ast.Pow) and isinstance(left, int) and left.bit_length() * right > MAX_BITS:
-            raise ExpressionError(f"{source!r} exceeds 2**{MAX_BITS}")
-        try:
-            return _BINARY[type(node.op)](left, right)
-        except (ZeroDivisionError, OverflowError, ValueError) as err:
-            raise ExpressionError(f"cannot evaluate {source!r}: {err}") from None
-    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+    if isinstance(node, ast.UnaryOp):
         return _UNARY[type(node.op)](_eval(node.operand, source, names))
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id in FUNCTIONS
-        and not node.keywords
-    ):
-        args = [_eval(a, source, names) for a in node.args]
-        try:
-            return FUNCTIONS[node.func.id](*args)
-        except (ValueError, TypeError, OverflowError) as err:
-            raise ExpressionError(f"cannot evaluate {source!r}: {err}") from None
-    raise ExpressionError(f"expression {source!r} uses a construct that is not allowed: {ast.dump(node)[:60]}")
+    if isinstance(node, ast.Call):
+        function, args = FUNCTIONS[node.func.id], [_eval(a, source, names) for a in node.args]
+    else:
+        function, args = _BINARY[type(node.op)], [_eval(node.left, source, names), _eval(node.right, source, names)]
+        if isinstance(node.op, ast.Pow) and abs(args[1]) > MAX_EXPONENT:
+            raise ExpressionError(f"exponent too large in {source!r} (at most {MAX_EXPONENT})")
+        if isinstance(node.op, ast.Pow) and isinstance(args[0], int) and args[0].bit_length() * args[1] > MAX_BITS:
+            raise ExpressionError(f"{source!r} exceeds 2**{MAX_BITS}")
+    try:
+        return function(*args)
+    except (ZeroDivisionError, OverflowError, ValueError, TypeError) as err:
+        raise ExpressionError(f"cannot evaluate {source!r}: {err}") from None

@@ -38,7 +38,7 @@ from jaxmem.spec.expr import ExpressionError, evaluate
 from jaxmem.spec.report_agreement import Agreement
 from jaxmem.spec.report_relations import RUN, RUN_QUANTITIES, SEARCH_QUANTITY, Relation
 from jaxmem.spec.tables import Bounds, Expression, Flag, Formula, Names, NonNegative, Number, Pair, Positive, Text
-from jaxmem.spec.tables import Words, fill, hint, is_number, key, many, names_of, one_or_many, plain, read
+from jaxmem.spec.tables import Words, fill, hint, is_number, key, names_of, one_or_many, plain, read
 from jaxmem.spec.tables import unknown_names
 
 DEFAULT_THRESHOLD = 0.99
@@ -234,13 +234,13 @@ class TrajectorySpec:
     group_by: Names = key("config fields: one panel per distinct combination", (), names=RUN)
     color_by: Names | None = key("config fields told apart by colour (default: those that vary)", None, names=RUN)
     seeds: Literal["lines", "band"] = key("every run a line, or the mean and min–max band", "lines")
-    references: many(Reference) = key("horizontal lines", ())
-    stages: many(Stage) = key("shaded x ranges", ())
-    crossings: many(CrossingTable) = key("levels each run crosses: the step at which it does", ())
+    references: tuple[Reference, ...] = key("horizontal lines", ())
+    stages: tuple[Stage, ...] = key("shaded x ranges", ())
+    crossings: tuple[CrossingTable, ...] = key("levels each run crosses: the step at which it does", ())
     plateaus: one_or_many(Plateau) = key("plateaus: a table or a list of tables", (), alias="plateau")
     escape: Escape | None = key("the escape-time law of the crossings", None)
-    rates: many(Rate) = key("asymptotic rates", ())
-    trends: many(Trend) = key("monotone trends", ())
+    rates: tuple[Rate, ...] = key("asymptotic rates", ())
+    trends: tuple[Trend, ...] = key("monotone trends", ())
     layout: Literal["group", "metric"] = key("one panel per group, or per metric (own y axes)", "group")
     log_y: Names = key("layout 'metric': metrics drawn on a log y axis", (), names=METRIC)
 
@@ -332,7 +332,7 @@ class HeatmapSpec:
     vmin: Number | None = key("colour range (default: the data's)", None)
     vmax: Number | None = key("colour range (default: the data's)", None)
     annotate: Flag | None = key("write each cell's value (default: up to 20 x 20 cells)", None)
-    lines: many(LineTable) = key("overlay lines", ())
+    lines: tuple[LineTable, ...] = key("overlay lines", ())
     levels: Levels = key("a phase diagram: per x the smallest y whose success rate reaches each level", ())
     shade: Literal["metric", "success_rate"] = key("what colours the cells", "metric")
 

@@ -441,17 +441,7 @@ def axis_values(path: str, value) -> list:
         raise ValueError(f"{path}.{kind}: arguments must be finite numbers, got {value}")
     if value.get("base", 2) <= 0:
         raise ValueError(f"{path}.base: must be > 0, got {value['base']}")
-    if kind == "range":
-        if not (isinstance(args, list) and len(args) in (2, 3)) or (len(args) == 3 and args[2] <= 0):
-            raise ValueError(
-                f"{path}.range: expected [start, stop] or [start, stop, step>0] (stop inclusive), got {args}"
-            )
-        start, stop, step = (list(args) + [1])[:3]
-        count = int(math.floor((stop - start) / step + 1e-9)) + 1
-        if count > MAX_VALUES:
-            raise ValueError(f"{path}.range: gives {short(count)} values, more than {MAX_VALUES}")
-        raw = [start + i * step for i in range(max(count, 0))]
-    elif kind == "log_range":
+    if kind == "log_range":
         num = value.get("num")
         if not (isinstance(args, list) and len(args) == 2 and min(args) > 0 and isinstance(num, int)):
             raise ValueError(f"{path}.log_range: expected [lo>0, hi>0] with num = a count, got {args}, num={num}")
@@ -460,18 +450,23 @@ def axis_values(path: str, value) -> list:
         lo, hi = math.log(args[0]), math.log(args[1])
         raw = [math.exp(lo + (hi - lo) * i / max(num - 1, 1)) for i in range(num)]
     else:
-        base = value.get("base", 2)
-        if not (isinstance(args, list) and len(args) == 3 and args[2] > 0):
+        if kind == "range" and not (isinstance(args, list) and len(args) in (2, 3) and (args + [1])[2] > 0):
+            raise ValueError(
+                f"{path}.range: expected [start, stop] or [start, stop, step>0] (stop inclusive), got {args}"
+            )
+        if kind == "exponents" and not (isinstance(args, list) and len(args) == 3 and args[2] > 0):
             raise ValueError(f"{path}.exponents: expected [first, last, step>0], got {args}")
-        if max(abs(args[0]), abs(args[1])) > expr.MAX_EXPONENT:
+        if kind == "exponents" and max(abs(args[0]), abs(args[1])) > expr.MAX_EXPONENT:
             raise ValueError(f"{path}.exponents: must lie within ±{expr.MAX_EXPONENT}, got {args}")
-        count = int(math.floor((args[1] - args[0]) / args[2] + 1e-9)) + 1
+        start, stop, step = (args + [1])[:3]
+        count = int(math.floor((stop - start) / step + 1e-9)) + 1
         if count > MAX_VALUES:
-            raise ValueError(f"{path}.exponents: gives {short(count)} values, more than {MAX_VALUES}")
+            raise ValueError(f"{path}.{kind}: gives {short(count)} values, more than {MAX_VALUES}")
+        raw = [start + i * step for i in range(max(count, 0))]
         try:
-            raw = [base ** (args[0] + i * args[2]) for i in range(count)]
+            raw = [value.get("base", 2) ** e for e in raw] if kind == "exponents" else raw
         except OverflowError:
-            raise ValueError(f"{path}.exponents: {base} ** {args[1]} overflows") from None
+            raise ValueError(f"{path}.exponents: {value.get('base', 2)} ** {stop} overflows") from None
     values = [ROUNDING[rounding](v) for v in raw] if rounding else raw
     if not values:
         raise ValueError(f"{path}: produces no values")

@@ -107,18 +107,10 @@ def _pair(open_ends: bool):
     return read
 
 
-def many(item: Any, single: tuple[type, ...] = ()) -> Any:
-    """A tuple of `item`s, written as a list (or as one item, a value of a `single` type)."""
-    return Annotated[tuple[item, ...], BeforeValidator(_as_list(single))]
-
-
 def one_or_many(item: Any, single: tuple[type, ...] = (dict,)) -> Any:
-    """A tuple of `item`s, written as one item or a list of them (in the JSON Schema too)."""
-    return Annotated[many(item, single), Field(json_schema_extra=_or_one)]
-
-
-def _as_list(single: tuple[type, ...]):
-    return lambda value: [value] if isinstance(value, single) and not isinstance(value, bool) else value
+    """A tuple of `item`s, written as a list or as one item (a value of a `single` type; in the JSON Schema too)."""
+    one = BeforeValidator(lambda value: [value] if isinstance(value, single) and not isinstance(value, bool) else value)
+    return Annotated[tuple[item, ...], one, Field(json_schema_extra=_or_one)]
 
 
 def _or_one(schema: dict) -> None:
@@ -189,7 +181,8 @@ def read(cls, data, path: str, problems: list[str], bad: set[str], context=None)
         at = joined(path, name)
         if name in data:
             values[field.name] = value = _value(kind, data[name], at, problems, bad, context)
-            problems += [] if value is GONE or context is None else _unknown_used(field, value, at, context)
+            if value is not GONE and context is not None:
+                problems += _unknown_used(field, value, at, context)
         elif required(field):
             problems.append(f"{at}: missing")
     values = {k: v for k, v in values.items() if v is not GONE}
@@ -201,7 +194,7 @@ def read(cls, data, path: str, problems: list[str], bad: set[str], context=None)
 
 def _value(kind, value, path: str, problems: list[str], bad: set[str], context):
     """One key's value read (a table, a list or map of them, or a leaf that pydantic checks), or GONE."""
-    shape, inner, metadata = _shape(kind)
+    shape, inner, metadata = key_shape(kind)
     for convert in (m.func for m in metadata if isinstance(m, BeforeValidator) and shape in ("table", "tables")):
         value = convert(value)
     if shape == "table":
@@ -225,7 +218,8 @@ def _value(kind, value, path: str, problems: list[str], bad: set[str], context):
 
 
 def _unknown_used(field: dataclasses.Field, value, path: str, context) -> list[str]:
-    """A problem per name that the value of `field` is (its key's `names`) or uses (`uses`) and `context` lacks."""
+    """A problem per name that the value of `field` is (its key's `names`; a table's: its keys) or uses (`uses`)
+    and `context` lacks."""
     if "uses" in field.metadata:
         (names, what), found = field.metadata["uses"], names_of(value)
     elif "names" in field.metadata:
@@ -260,7 +254,7 @@ def _rank(error: dict) -> int:
 
 def _words(kind, error: dict) -> str:
     """What a value of `kind` must be, in the words of its Words (the outermost that says it) or its Literal."""
-    shape, inner, metadata = _shape(kind)
+    shape, inner, metadata = key_shape(kind)
     words = Words("valid")
     for given in (m for m in metadata if isinstance(m, Words)):
         words = Words(given.kind or words.kind, given.limits or words.limits)
@@ -272,7 +266,7 @@ def _words(kind, error: dict) -> str:
     return words.limits or f"{LIMITS[error['type']]} {'2**31' if bound == MAX_INT + 1 else bound}".strip()
 
 
-def _shape(kind) -> tuple[str, Any, list]:
+def key_shape(kind) -> tuple[str, Any, list]:
     """What a key holds: ("table", class), ("tables", class) (a list of them), ("map", kind) (a table of
     values by name) or ("leaf", kind without Annotated and None); and the metadata on the way (outer last)."""
     metadata: list = []
