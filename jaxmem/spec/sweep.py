@@ -1,9 +1,9 @@
 """Sweep specs: TOML files describing a whole grid, parsed and validated before anything compiles.
 
 A spec's tables are typed (jaxmem.spec.document.SweepTables; every key in docs/spec.md, `jaxmem schema` their
-JSON Schema): pydantic reads them, naming every bad value by its dotted path (an unknown key with the closest
-valid one). Then the checks that need the experiment run: field names, kinds and values, expressions, search
-bounds, step budgets, maxima. See sweeps/ for complete examples.
+JSON Schema): jaxmem.spec.tables.read reads them (pydantic checks each value), naming every bad value by its dotted
+path (an unknown key with the closest valid one). Then the checks that need the experiment run: field names, kinds
+and values, expressions, search bounds, step budgets, maxima. See sweeps/ for complete examples.
 """
 
 from __future__ import annotations
