@@ -16,7 +16,7 @@ regenerates it; a block whose store is missing says so, with that command.
 
   --run       run (or resume) the preset of every selected block first, one at a time (`jaxmem run`: a
               finished store is left as it is)
-  --check     write nothing; exit 1 when a block would change, naming it
+  --check     write nothing; exit 1 when a block would change, printing its diff
   --family F  only the READMEs of sweeps/F/ and the gallery entries of F's sweeps
   --sweeps    only the blocks of these sweeps (comma-separated)
   --reuse-reports
@@ -45,7 +45,8 @@ Kinds (options key=value; lists comma-separated; quote a value with spaces):
   theory x=X quantity=Q [column=C]
                       li_thesis R4.10: a chapter-4 bound per X beside the measured value
                       (sweeps/li_thesis/analyze.py's overlay)
-  gallery [plot=FILE] the figure (copied to docs/gallery/<sweep>.png), the report's verdicts, the command
+  gallery [plot=FILE] the report's figure (its first of PLOTS; copied to docs/gallery/<sweep>.png, or
+                      <sweep>-<preset>.png for another preset than quick) and its verdicts
 `where` may be given more than once (every condition must hold); its value may list alternatives, where=H=1|4.
 """
 
@@ -55,6 +56,7 @@ import argparse
 import dataclasses
 import difflib
 import importlib.util
+import os
 import re
 import shlex
 import shutil
@@ -520,11 +522,23 @@ def gallery_kind(block: Block, headline) -> str:
     else:
         lines = [f"![{block.sweep}, {block.preset} preset]({gallery_figure(block).relative_to(block.path.parent)})", ""]
     if headline.verdicts.empty:
-        lines.append("Verdict: the report states none for this sweep; its numbers are in the family's README.")
+        lines.append(f"Verdict: the report states none for this sweep; its numbers are in {readme_link(block)}.")
     else:
         lines += ["Verdicts of the report:", ""]
         lines += [f"- {r.section}: {r.check}" for r in headline.verdicts.itertuples()]
     return "\n".join(lines)
+
+
+def readme_link(block: Block) -> str:
+    """A markdown link, from `block`'s file, to the README that discusses its sweep: the family's README*.md
+    naming it, else the family's README.md, else the top-level README's measurements."""
+    folder = spec_path(block.sweep).parent
+    readmes = sorted(folder.glob("README*.md"))
+    found = next((r for r in readmes if f"`{block.sweep}`" in r.read_text()), None)
+    found = found or (folder / "README.md" if (folder / "README.md").exists() else None)
+    target = found or ROOT / "README.md"
+    relative = Path(os.path.relpath(target, block.path.parent)).as_posix() + ("" if found else "#measured")
+    return f"[{target.relative_to(ROOT).as_posix()}]({relative})"
 
 
 def gallery_figure(block: Block) -> Path:
