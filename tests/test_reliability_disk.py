@@ -154,6 +154,20 @@ def test_a_failed_write_never_replaces_a_report_file(tmp_path, monkeypatch):
     assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["runs.csv"]
 
 
+def test_a_failed_plot_never_replaces_the_last_one(tmp_path):
+    class CutShort:  # a figure whose save fills the disk halfway through
+        def savefig(self, target, **options):
+            with open(target, "wb") as out:
+                out.write(b"\x89PNG half")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(target))
+
+    path = tmp_path / "capacity.png"
+    path.write_bytes(b"the last good plot")
+    with pytest.raises(StoreError, match="capacity.png was not written"):
+        files.save_figure(CutShort(), path, dpi=120)
+    assert path.read_bytes() == b"the last good plot" and [p.name for p in tmp_path.iterdir()] == ["capacity.png"]
+
+
 def test_a_full_store_keeps_the_rows_committed_before(tmp_path):
     """SQLite's own 'database or disk is full' (here from max_page_count) is no damage."""
     store = Store(tmp_path)

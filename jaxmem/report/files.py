@@ -1,5 +1,5 @@
-"""Writing the report's files: tables as CSV (the stored tables as Parquet too, through pyarrow), and
-report.md, each atomically: written to a temporary file in the same folder, then moved over the old one
+"""Writing the report's files: tables as CSV (the stored tables as Parquet too, through pyarrow), plots
+and report.md, each atomically: written to a temporary file in the same folder, then moved over the old one
 (a reader sees the old file or the whole new one, and a failed write, e.g. on a full disk, leaves the
 old one as it was)."""
 
@@ -50,6 +50,14 @@ def write_table(frame: pd.DataFrame, out_dir: Path, name: str) -> list[Path]:
     with replacing(parquet) as partial:
         arrow_ready(frame).to_parquet(partial, engine="pyarrow", index=False)
     return [csv, parquet]
+
+
+def save_figure(fig, path: Path, **options) -> Path:
+    """A matplotlib figure saved to `path` at once (its format from the suffix)."""
+    path = Path(path)
+    with replacing(path) as partial:
+        fig.savefig(partial, format=path.suffix.lstrip(".") or "png", **options)
+    return path
 
 
 def write_text(path: Path, text: str) -> Path:

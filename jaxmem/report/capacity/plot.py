@@ -20,6 +20,7 @@ from jaxmem.report.axes import readable_log  # noqa: E402
 from jaxmem.report.capacity.fit import apply_fit  # noqa: E402
 from jaxmem.report.capacity.points import point_table  # noqa: E402
 from jaxmem.report.capacity.searches import group_columns, usable_mask, x_column  # noqa: E402
+from jaxmem.report.files import save_figure  # noqa: E402
 from jaxmem.report.text import group_labels, number  # noqa: E402
 from jaxmem.spec.expr import evaluate  # noqa: E402
 from jaxmem.spec.report_tables import ReportSpec  # noqa: E402
@@ -105,6 +106,6 @@ def plot_capacity(path: Path, report_spec: ReportSpec, searches: pd.DataFrame, s
     ax.grid(True, which="both", alpha=0.3)
     seed_legend(ax)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path

@@ -15,6 +15,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
+from jaxmem.report.files import save_figure  # noqa: E402
 from jaxmem.spec.report_tables import ReportSpec  # noqa: E402
 
 COLUMNS = 3
@@ -73,6 +74,6 @@ def plot_success_map(
     for ax in list(axes.flat)[len(groups) :]:
         ax.set_visible(False)
     fig.colorbar(points, ax=axes.ravel().tolist(), label="success rate over the seeds that probed it")
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path

@@ -14,6 +14,7 @@ from matplotlib import patheffects  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from jaxmem.report.files import save_figure  # noqa: E402
 from jaxmem.report.success import comparison  # noqa: E402
 from jaxmem.report.text import number, percent  # noqa: E402
 from jaxmem.spec.report_tables import HeatmapSpec  # noqa: E402
@@ -131,6 +132,6 @@ def plot_heatmap(
     if found or spec.lines or phases:
         ax.legend(fontsize="small", loc="upper right", framealpha=0.8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path
