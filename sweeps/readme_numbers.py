@@ -27,8 +27,9 @@ Kinds (options key=value; lists comma-separated; quote a value with spaces):
   capacity            per grid point the answer's median, 25–75 %, answered searches and ratios (capacity.csv)
   verdicts [section=S]
                       every verdict report.md states, with its reason (sections starting with S)
-  section "HEADING"   a report.md section quoted: its bullet lines and tables (table columns constant over two
-                      or more rows left out)
+  section "HEADING" [all_columns=true]
+                      a report.md section quoted: its bullet lines and tables (table columns constant over two
+                      or more rows left out, unless all_columns=true: a measured value that happens to repeat)
   csv NAME [columns=a,b] [where=f=v]
                       a report CSV (relation_fits, final_eval_readoff, rates, references, ...) as a table; a
                       per-run CSV gets the runs' config fields
@@ -288,7 +289,8 @@ def verdicts_kind(block: Block, headline) -> str:
 
 
 def section_kind(block: Block, headline) -> str:
-    """A report.md section's bullet lines and tables, quoted; table columns constant over 2+ rows dropped."""
+    """A report.md section's bullet lines and tables, quoted; table columns constant over 2+ rows dropped
+    unless `all_columns=true`."""
     if len(block.args) != 1:
         raise BlockError(f'{block}: give one section heading, e.g. section "Fitted slope"')
     name = block.args[0]
@@ -303,7 +305,10 @@ def section_kind(block: Block, headline) -> str:
             chunks[-1].append(line)
         else:
             chunks.append([line])
-    quoted = [without_constant_columns(c) if c[0][0] == "|" else "\n".join(c) for c in chunks if c]
+    keep_all = block.option("all_columns", "false") == "true"
+    quoted = [
+        "\n".join(c) if c[0][0] == "-" or keep_all else without_constant_columns(c) for c in chunks if c
+    ]
     return "\n\n".join(quoted)
 
 

@@ -84,6 +84,21 @@ def test_blocks_are_rendered_from_their_store_or_say_how_to_make_it(tmp_path):
     assert numbers.rewritten(readme, e1_gone, lambda b: b.kind != "verdicts") == text  # blocks not chosen stay
 
 
+def test_a_quoted_section_keeps_a_repeated_measurement_only_when_asked(tmp_path):
+    """Two runs crossing at the same step: the default drops the column as constant, all_columns=true keeps it."""
+    numbers = script()
+    rows = ["| runs of | relation learned [step] | converged [step] |", "|---|---|---|", "| a | 1691 | 4985 |"]
+    body = "\n".join([*rows, "| b | 1691 | 4984 |"])
+    sections = {"Crossing times": body}
+    stored = Headline(tmp_path, "s", "quick", "", (0,), (), sections, verdicts_of(sections), "")
+    quoted = {
+        flag: numbers.section_kind(numbers.parse_block(tmp_path, f's quick section "Crossing times"{flag}'), stored)
+        for flag in ("", " all_columns=true")
+    }
+    assert "1691" not in quoted[""] and "4985" in quoted[""]
+    assert quoted[" all_columns=true"] == body
+
+
 @pytest.mark.slow
 def test_the_readme_numbers_of_a_quick_preset_regenerate(tmp_path):
     """e1_phase1_bias quick (about 40 s) run afresh: every README block of it renders as the README has it."""
