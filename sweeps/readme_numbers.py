@@ -48,6 +48,11 @@ Kinds (options key=value; lists comma-separated; quote a value with spaces):
                       (sweeps/li_thesis/analyze.py's overlay)
   gallery [plot=FILE] the report's figure (its first of PLOTS; copied to docs/gallery/<sweep>.png, or
                       <sweep>-<preset>.png for another preset than quick) and its verdicts
+  targets             a table of a paper's targets, one row per further line of the marker (`<!-- numbers: - -
+                      targets`, then `target | claim | sweep preset [section ...] | size | why [| judgement]`):
+                      the size run (the store's preset and seeds) and the verdict (the report's verdicts in the
+                      sections naming the target, or starting with the given section prefixes; a judgement the
+                      row states where the report has no check), from each row's store
 `where` may be given more than once (every condition must hold); its value may list alternatives, where=H=1|4.
 """
 
@@ -71,7 +76,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 SWEEPS = ROOT / "sweeps"
 GALLERY = ROOT / "docs" / "gallery.md"
-BLOCK = re.compile(r"(<!-- numbers: (?P<what>.*?) -->\n)(?P<body>.*?)(<!-- /numbers -->)", re.S)
+BLOCK = re.compile(r"(<!-- numbers: (?P<what>.*?)\s-->\n)(?P<body>.*?)(<!-- /numbers -->)", re.S)
 PLOTS = ("capacity.png", "heatmap.png", "trajectory.png", "final_eval.png", "relations.png", "escape.png")
 PLOTS += ("success_map.png", "instance.png")
 DASH = "–"
@@ -92,6 +97,7 @@ class Block:
     kind: str
     args: tuple[str, ...]
     options: tuple[tuple[str, str], ...]
+    rows: tuple[str, ...] = ()  # the marker's further lines (a targets table's rows)
 
     def option(self, key: str, default: str | None = None) -> str | None:
         found = [v for k, v in self.options if k == key]
@@ -107,14 +113,15 @@ class Block:
 
 
 def parse_block(path: Path, what: str) -> Block:
-    """The Block of a `<!-- numbers: what -->` marker."""
-    words = shlex.split(what)
+    """The Block of a `<!-- numbers: what -->` marker (its lines after the first are its rows)."""
+    head, *rows = what.split("\n")
+    words = shlex.split(head)
     if len(words) < 3:
         raise BlockError(f"{path}: '<!-- numbers: {what} -->' needs a sweep, a preset and a kind")
     sweep, preset, kind, *rest = words
     args = tuple(w for w in rest if "=" not in w)
     options = tuple(tuple(w.split("=", 1)) for w in rest if "=" in w)
-    return Block(path, sweep, preset, kind, args, options)
+    return Block(path, sweep, preset, kind, args, options, tuple(r.strip() for r in rows if r.strip()))
 
 
 def blocks_of(path: Path) -> list[Block]:
@@ -564,7 +571,7 @@ def gallery_source(block: Block, headline) -> Path | None:
 def copy_figures(blocks: list[Block], headlines: dict) -> None:
     """Each rendered gallery block's figure, copied to docs/gallery/ (compact_png)."""
     for block in blocks:
-        headline = headlines[(block.sweep, block.preset)]
+        headline = headlines.get((block.sweep, block.preset))
         source = gallery_source(block, headline) if block.kind == "gallery" and headline is not None else None
         if source is not None:
             target = gallery_figure(block)
@@ -582,6 +589,69 @@ def compact_png(source: Path, target: Path) -> None:
         height = round(image.height * GALLERY_WIDTH / image.width)
         image = image.resize((GALLERY_WIDTH, height), Image.Resampling.LANCZOS)
     image.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(target, "PNG", optimize=True)
+
+
+# ---- the targets table: one row per target, each read from its own store
+
+TARGET_HEADERS = ["target", "thesis claim", "size run", "verdict", "why"]
+
+
+def target_cells(block: Block, row: str) -> list[str]:
+    cells = [c.strip() for c in row.split(" | ")]
+    if len(cells) not in (5, 6):
+        shape = "target | claim | sweep preset [section ...] | size | why [| judgement]"
+        raise BlockError(f"{block}: a row is '{shape}': {row}")
+    return cells
+
+
+def row_store(block: Block, row: str) -> Block:
+    """The store a targets row reads, as a verdicts block whose args are the row's section prefixes."""
+    words = shlex.split(target_cells(block, row)[2])
+    if len(words) < 2:
+        raise BlockError(f"{block}: a row's third cell is 'sweep preset [section ...]': {row}")
+    return Block(block.path, words[0], words[1], "verdicts", tuple(words[2:]), ())
+
+
+def stores_of(block: Block) -> list[Block]:
+    """The stores a block reads: its own, or a targets table's rows'."""
+    return [row_store(block, row) for row in block.rows] if block.kind == "targets" else [block]
+
+
+def short_check(check: str) -> str:
+    """A verdict line from its "Expected" on (the fitted numbers before it are quoted elsewhere), its group kept."""
+    start = check.find("Expected")
+    if start < 0:
+        return check
+    group = re.match(r"[\w.]+=[^:]*: ", check)
+    return (group.group(0) if group else "") + check[start:]
+
+
+def verdict_cell(store: Block, headline, target: str, judged: list[str]) -> str:
+    """The report's verdicts on `target` (shortened), and the row's judgement where it states one."""
+    if headline is None:
+        return "not run here"
+    sections = headline.verdicts["section"]
+    if store.args:
+        keep = sections.map(lambda name: any(name.startswith(prefix) for prefix in store.args))
+    else:
+        keep = sections.str.contains(target, regex=False)
+    lines = [short_check(check) for check in headline.verdicts[keep]["check"]]
+    lines += [f"{j} (judged here: the report has no check for it)" for j in judged]
+    return "<br>".join(lines).replace("|", "\\|") or "the report states no verdict"
+
+
+def targets_kind(block: Block, headlines: dict) -> str:
+    rows = []
+    for row in block.rows:
+        target, claim, _, size, why, *judged = target_cells(block, row)
+        store = row_store(block, row)
+        headline = headlines.get((store.sweep, store.preset))
+        seeds = f", {seeds_text(headline.seeds)}" if headline else " (not run here)"
+        run = f"`{store.sweep}` `{store.preset}`{seeds}"
+        rows.append([target, claim, f"{run}: {size}", verdict_cell(store, headline, target, judged), why])
+    family = block.path.parent.name
+    source = f"*Each row from its sweep's store; regenerate: `python sweeps/readme_numbers.py --family {family}`*"
+    return source + "\n\n" + table(TARGET_HEADERS, rows)
 
 
 KINDS = {
@@ -624,7 +694,7 @@ def load_headlines(results: Path, blocks: list[Block], rewrite: bool = True) -> 
     from jaxmem.report.headline import headline
 
     found = {}
-    for block in blocks:
+    for block in (store for block in blocks for store in stores_of(block)):
         key = (block.sweep, block.preset)
         if key in found:
             continue
@@ -653,7 +723,10 @@ def rewritten(path: Path, headlines: dict, chosen) -> str:
         block = parse_block(path, match.group("what"))
         if not chosen(block):
             return match.group(0)
-        body = render(block, headlines[(block.sweep, block.preset)])
+        if block.kind == "targets":
+            body = targets_kind(block, headlines)
+        else:
+            body = render(block, headlines[(block.sweep, block.preset)])
         return f"{match.group(1)}{body}\n{match.group(4)}"
 
     return BLOCK.sub(replace, path.read_text())
@@ -667,9 +740,10 @@ def documents(family: str | None) -> list[Path]:
 
 def chooser(family: str | None, sweeps: set[str] | None):
     def chosen(block: Block) -> bool:
-        if sweeps is not None and block.sweep not in sweeps:
+        stores = stores_of(block)
+        if sweeps is not None and not any(store.sweep in sweeps for store in stores):
             return False
-        return family is None or family_of(block.sweep) == family
+        return family is None or any(family_of(store.sweep) == family for store in stores)
 
     return chosen
 
@@ -691,7 +765,8 @@ def main(argv: list[str] | None = None) -> int:
             print("readme_numbers: no block selected", file=sys.stderr)
             return 2
         if args.run:
-            for block in {(b.sweep, b.preset): b for b in blocks}.values():
+            stores = [store for block in blocks for store in stores_of(block) if chosen(store)]
+            for block in {(b.sweep, b.preset): b for b in stores}.values():
                 run_preset(args.results, block)
         headlines = load_headlines(args.results, blocks, rewrite=not args.reuse_reports)
         changed = []

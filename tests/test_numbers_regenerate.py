@@ -99,6 +99,41 @@ def test_a_quoted_section_keeps_a_repeated_measurement_only_when_asked(tmp_path)
     assert quoted[" all_columns=true"] == body
 
 
+def test_a_targets_table_reads_each_row_from_its_own_store(tmp_path):
+    """Rows name their stores: verdicts of the sections naming the target (or the given prefixes), shortened
+    from "Expected" on; a missing store says so; a row's own judgement is marked as such."""
+    numbers = script()
+    readme = tmp_path / "README.md"
+    rows = [
+        "Rx | y falls | e1_phase1_bias quick | d = 8 | why x",
+        "Rz | y fits | e1_phase1_bias quick 'Fitted slope' | d = 8 | why z | not met",
+        "Ry | y rises | e2_sample_complexity quick | d = 4 | why y",
+    ]
+    readme.write_text("<!-- numbers: - - targets\n" + "\n".join(rows) + "\n-->\nstale\n<!-- /numbers -->\n")
+    sections = {
+        "Relations / Rx: y against x": "- a = 1, R² = 0.5. Expected: ρ ≤ −0.8: **FAIL** (ρ = 0.2)",
+        **sections_of(REPORT),
+    }
+    stored = Headline(tmp_path, "e1_phase1_bias", "quick", "", (0, 1), (), sections, verdicts_of(sections), "")
+    headlines = {("e1_phase1_bias", "quick"): stored, ("e2_sample_complexity", "quick"): None}
+    text = numbers.rewritten(readme, headlines, lambda block: True)
+    assert (
+        "| Rx | y falls | `e1_phase1_bias` `quick`, seeds 0, 1: d = 8 | Expected: ρ ≤ −0.8: **FAIL** (ρ = 0.2) | why x |"
+        in text
+    )
+    assert (
+        "| Rz | y fits | `e1_phase1_bias` `quick`, seeds 0, 1: d = 8 | Expected slope in [0.85, 1.15]: **INCONCLUSIVE**"
+        in text
+    )
+    assert "<br>not met (judged here: the report has no check for it) | why z |" in text
+    assert "| Ry | y rises | `e2_sample_complexity` `quick` (not run here): d = 4 | not run here | why y |" in text
+    assert "stale" not in text
+    block = numbers.blocks_of(readme)[0]
+    assert [(s.sweep, s.preset) for s in numbers.stores_of(block)] == [("e1_phase1_bias", "quick")] * 2 + [
+        ("e2_sample_complexity", "quick")
+    ]
+
+
 @pytest.mark.slow
 def test_the_readme_numbers_of_a_quick_preset_regenerate(tmp_path):
     """e1_phase1_bias quick (about 40 s) run afresh: every README block of it renders as the README has it."""
