@@ -33,8 +33,9 @@ Kinds (options key=value; lists comma-separated; quote a value with spaces):
   csv NAME [columns=a,b] [where=f=v]
                       a report CSV (relation_fits, final_eval_readoff, rates, references, ...) as a table; a
                       per-run CSV gets the runs' config fields
-  final metrics=a,b [by=x,y] [where=f=v]
-                      per grid point each final metric's median (min–max) over seeds (runs.csv)
+  final metrics=a,b [by=x,y] [where=f=v] [table=final_eval]
+                      per grid point each final metric's median (min–max) over seeds (runs.csv; table=final_eval:
+                      per test-time point, final_eval.csv, whose untrained_<metric> are the same runs untrained)
   steps metric=a,b steps=1,10 [by=x] [stat=mean|median] [multiply=step] [where=f=v]
                       recorded metrics at the logged steps nearest to the given ones (trajectories.csv)
   order metric=m by=x [direction=increasing|decreasing] [stat=mean|median] [from=k] [where=f=v]
@@ -354,13 +355,16 @@ def csv_kind(block: Block, headline) -> str:
 
 def final_kind(block: Block, headline) -> str:
     """Per grid point (the `by` fields, else the varying config fields and lr): each final metric's median
-    (min–max) over the seeds' runs (runs.csv)."""
-    runs = selected(required(headline.table("runs"), "runs", block), block)
+    (min–max) over the seeds' runs (runs.csv; `table=final_eval`: per test-time point, final_eval.csv)."""
+    name = block.option("table", "runs")
+    if name not in ("runs", "final_eval"):
+        raise BlockError(f"{block}: table is runs or final_eval, got {name}")
+    runs = selected(required(headline.table(name), name, block), block)
     metrics = listed(block, "metrics")
     columns = [m if m in runs else f"final_{m}" for m in metrics]
     unknown = [m for m, c in zip(metrics, columns) if c not in runs]
     if unknown:
-        raise BlockError(f"{block}: runs.csv has no metric {', '.join(unknown)}")
+        raise BlockError(f"{block}: {name}.csv has no metric {', '.join(unknown)}")
     candidates = [c for c in (*headline.fields, "lr") if c in runs]
     by = listed(block, "by", ",".join(varying(runs, candidates)))
     rows = []

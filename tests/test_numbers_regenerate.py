@@ -134,6 +134,20 @@ def test_a_targets_table_reads_each_row_from_its_own_store(tmp_path):
     ]
 
 
+def test_a_final_block_reads_the_test_time_table_with_its_untrained_columns(tmp_path):
+    """table=final_eval: per test-time point the median (min–max) over seeds, the untrained model beside."""
+    numbers = script()
+    rows = ["run_id,seed,l_ts,cot_error,untrained_cot_error"]
+    rows += [f"r{s},{s},{n},{e / n},{u}" for s, e, u in ((0, 0.1, 0.7), (1, 0.3, 0.9)) for n in (1, 10)]
+    (tmp_path / "final_eval.csv").write_text("\n".join(rows) + "\n")
+    stored = Headline(tmp_path, "s", "quick", "", (0, 1), ("l_ts",), {}, verdicts_of({}), "")
+    marker = "s quick final metrics=cot_error,untrained_cot_error by=l_ts table=final_eval"
+    assert numbers.final_kind(numbers.parse_block(tmp_path, marker), stored).splitlines()[2:] == [
+        "| 1 | 2 | 0.2 (0.1–0.3) | 0.8 (0.7–0.9) |",
+        "| 10 | 2 | 0.02 (0.01–0.03) | 0.8 (0.7–0.9) |",
+    ]
+
+
 @pytest.mark.slow
 def test_the_readme_numbers_of_a_quick_preset_regenerate(tmp_path):
     """e1_phase1_bias quick (about 40 s) run afresh: every README block of it renders as the README has it."""
