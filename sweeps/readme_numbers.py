@@ -33,9 +33,10 @@ Kinds (options key=value; lists comma-separated; quote a value with spaces):
   csv NAME [columns=a,b] [where=f=v]
                       a report CSV (relation_fits, final_eval_readoff, rates, references, ...) as a table; a
                       per-run CSV gets the runs' config fields
-  final metrics=a,b [by=x,y] [where=f=v] [table=final_eval]
+  final metrics=a,b [by=x,y] [where=f=v] [table=final_eval] [stat=median|mean]
                       per grid point each final metric's median (min–max) over seeds (runs.csv; table=final_eval:
-                      per test-time point, final_eval.csv, whose untrained_<metric> are the same runs untrained)
+                      per test-time point, final_eval.csv, whose untrained_<metric> are the same runs untrained);
+                      stat=mean: the mean over the runs and their count (of a 0/1 metric: the fraction that is 1)
   steps metric=a,b steps=1,10 [by=x] [stat=mean|median] [multiply=step] [where=f=v]
                       recorded metrics at the logged steps nearest to the given ones (trajectories.csv)
   order metric=m by=x [direction=increasing|decreasing] [stat=mean|median] [from=k] [where=f=v]
@@ -186,14 +187,14 @@ def sig(value, digits: int = 3) -> str:
     return f"{value:.{digits}g}"
 
 
-def spread_text(values: pd.Series) -> str:
-    """ "median (min–max)" of the finite values; a single value alone."""
+def spread_text(values: pd.Series, stat: str = "median") -> str:
+    """ "median (min–max)" (or "mean (min–max)") of the finite values; a single value alone."""
     v = pd.to_numeric(values, errors="coerce").dropna()
     if v.empty:
         return DASH
     if sig(v.min()) == sig(v.max()):  # one value, to the digits shown
-        return sig(v.median())
-    return f"{sig(v.median())} ({span(v.min(), v.max())})"
+        return sig(v.agg(stat))
+    return f"{sig(v.agg(stat))} ({span(v.min(), v.max())})"
 
 
 def span(lo: float, hi: float) -> str:
@@ -355,10 +356,11 @@ def csv_kind(block: Block, headline) -> str:
 
 def final_kind(block: Block, headline) -> str:
     """Per grid point (the `by` fields, else the varying config fields and lr): each final metric's median
-    (min–max) over the seeds' runs (runs.csv; `table=final_eval`: per test-time point, final_eval.csv)."""
-    name = block.option("table", "runs")
-    if name not in ("runs", "final_eval"):
-        raise BlockError(f"{block}: table is runs or final_eval, got {name}")
+    (min–max) over the seeds' runs (runs.csv; `table=final_eval`: per test-time point, final_eval.csv);
+    `stat=mean`: the mean instead (of a 0/1 metric: the fraction of runs where it is 1)."""
+    name, stat = block.option("table", "runs"), block.option("stat", "median")
+    if name not in ("runs", "final_eval") or stat not in ("median", "mean"):
+        raise BlockError(f"{block}: table is runs or final_eval, stat median or mean; got {name}, {stat}")
     runs = selected(required(headline.table(name), name, block), block)
     metrics = listed(block, "metrics")
     columns = [m if m in runs else f"final_{m}" for m in metrics]
@@ -370,8 +372,11 @@ def final_kind(block: Block, headline) -> str:
     rows = []
     for key, group in runs.groupby(by, sort=True) if by else [((), runs)]:
         key = key if isinstance(key, tuple) else (key,)
-        rows.append([*key, group["seed"].nunique(), *(spread_text(group[c]) for c in columns)])
-    return table([*by, "seeds", *metrics], rows)
+        counts = [group["seed"].nunique()] + ([len(group)] if stat == "mean" else [])
+        rows.append([*key, *counts, *(spread_text(group[c], stat) for c in columns)])
+    if stat == "median":
+        return table([*by, "seeds", *metrics], rows)
+    return table([*by, "seeds", "runs", *(f"{m} (mean)" for m in metrics)], rows)
 
 
 def stat_of(block: Block):

@@ -148,6 +148,20 @@ def test_a_final_block_reads_the_test_time_table_with_its_untrained_columns(tmp_
     ]
 
 
+def test_a_final_block_with_stat_mean_gives_the_fraction_of_runs_of_a_yes_no_metric(tmp_path):
+    """stat=mean: a 0/1 metric's mean over all runs of a point (three probes of seed 0, one of seed 1), their count."""
+    numbers = script()
+    rows = ["run_id,seed,model,final_top"] + [f"r{i},{int(i > 2)},gt,{int(i != 1)}" for i in range(4)]
+    (tmp_path / "runs.csv").write_text("\n".join(rows) + "\n")
+    stored = Headline(tmp_path, "s", "quick", "", (0, 1), ("model",), {}, verdicts_of({}), "")
+    block = numbers.parse_block(tmp_path, "s quick final metrics=top by=model stat=mean")
+    assert numbers.final_kind(block, stored).splitlines() == [
+        "| model | seeds | runs | top (mean) |",
+        "|---|---|---|---|",
+        "| gt | 2 | 4 | 0.75 (0–1) |",
+    ]
+
+
 @pytest.mark.slow
 def test_the_readme_numbers_of_a_quick_preset_regenerate(tmp_path):
     """e1_phase1_bias quick (about 40 s) run afresh: every README block of it renders as the README has it."""
