@@ -54,7 +54,8 @@ Kinds (options key=value; lists comma-separated; quote a value with spaces):
                       targets`, then `target | claim | sweep preset [section ...] | size | why [| judgement]`):
                       the size run (the store's preset and seeds) and the verdict (the report's verdicts in the
                       sections naming the target, or starting with the given section prefixes; a judgement the
-                      row states where the report has no check), from each row's store
+                      row states where the report has no check), from each row's store; a row whose third cell is
+                      a test's path (tests/...) reads no store: its verdict is the judgement the test checks
 `where` may be given more than once (every condition must hold); its value may list alternatives, where=H=1|4.
 """
 
@@ -613,8 +614,11 @@ def target_cells(block: Block, row: str) -> list[str]:
     return cells
 
 
-def row_store(block: Block, row: str) -> Block:
-    """The store a targets row reads, as a verdicts block whose args are the row's section prefixes."""
+def row_store(block: Block, row: str) -> Block | None:
+    """The store a targets row reads, as a verdicts block whose args are the row's section prefixes; None for a
+    target a test of the suite checks (its third cell the test's path, tests/...)."""
+    if target_cells(block, row)[2].startswith("tests/"):
+        return None
     words = shlex.split(target_cells(block, row)[2])
     if len(words) < 2:
         raise BlockError(f"{block}: a row's third cell is 'sweep preset [section ...]': {row}")
@@ -623,7 +627,9 @@ def row_store(block: Block, row: str) -> Block:
 
 def stores_of(block: Block) -> list[Block]:
     """The stores a block reads: its own, or a targets table's rows'."""
-    return [row_store(block, row) for row in block.rows] if block.kind == "targets" else [block]
+    if block.kind != "targets":
+        return [block]
+    return [store for store in (row_store(block, row) for row in block.rows) if store is not None]
 
 
 def short_check(check: str) -> str:
@@ -652,8 +658,12 @@ def verdict_cell(store: Block, headline, target: str, judged: list[str]) -> str:
 def targets_kind(block: Block, headlines: dict) -> str:
     rows = []
     for row in block.rows:
-        target, claim, _, size, why, *judged = target_cells(block, row)
+        target, claim, test, size, why, *judged = target_cells(block, row)
         store = row_store(block, row)
+        if store is None:
+            verdict = "<br>".join(f"{j} (a test of the suite checks it)" for j in judged) or "the row states no verdict"
+            rows.append([target, claim, f"`{test}`: {size}", verdict, why])
+            continue
         headline = headlines.get((store.sweep, store.preset))
         seeds = f", {seeds_text(headline.seeds)}" if headline else " (not run here)"
         run = f"`{store.sweep}` `{store.preset}`{seeds}"

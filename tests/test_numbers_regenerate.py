@@ -148,8 +148,23 @@ def test_a_final_block_reads_the_test_time_table_with_its_untrained_columns(tmp_
     ]
 
 
+def test_a_targets_row_checked_by_a_test_reads_no_store(tmp_path):
+    """A row whose third cell is a test's path: no store is read or run; its verdict is the judgement the test
+    checks."""
+    numbers = script()
+    readme = tmp_path / "README.md"
+    row = "Rt | mean = A* | tests/test_x.py::test_mean | 1000 draws | why t | met"
+    readme.write_text(f"<!-- numbers: - - targets\n{row}\n-->\n<!-- /numbers -->\n")
+    block = numbers.blocks_of(readme)[0]
+    assert numbers.stores_of(block) == []
+    text = numbers.rewritten(readme, {}, lambda block: True)
+    cells = "| Rt | mean = A* | `tests/test_x.py::test_mean`: 1000 draws | met (a test of the suite checks it) |"
+    assert f"{cells} why t |" in text
+
+
 def test_a_final_block_with_stat_mean_gives_the_fraction_of_runs_of_a_yes_no_metric(tmp_path):
-    """stat=mean: a 0/1 metric's mean over all runs of a point (three probes of seed 0, one of seed 1), their count."""
+    """stat=mean: a 0/1 metric's mean over all runs of a point (three probes of seed 0, one of seed 1) and their
+    count."""
     numbers = script()
     rows = ["run_id,seed,model,final_top"] + [f"r{i},{int(i > 2)},gt,{int(i != 1)}" for i in range(4)]
     (tmp_path / "runs.csv").write_text("\n".join(rows) + "\n")
