@@ -55,7 +55,8 @@ Kinds (options key=value; lists comma-separated; quote a value with spaces):
                       the size run (the store's preset and seeds) and the verdict (the report's verdicts in the
                       sections naming the target, or starting with the given section prefixes; a judgement the
                       row states where the report has no check), from each row's store; a row whose third cell is
-                      a test's path (tests/...) reads no store: its verdict is the judgement the test checks
+                      a test's path (tests/...) reads no store: its verdict is the judgement the test checks;
+                      one whose third cell is `not built` reads none either: "not run here (not built)"
 `where` may be given more than once (every condition must hold); its value may list alternatives, where=H=1|4.
 """
 
@@ -614,12 +615,16 @@ def target_cells(block: Block, row: str) -> list[str]:
     return cells
 
 
+NOT_BUILT = "not built"  # a targets row's third cell for a target no sweep or test measures
+
+
 def row_store(block: Block, row: str) -> Block | None:
     """The store a targets row reads, as a verdicts block whose args are the row's section prefixes; None for a
-    target a test of the suite checks (its third cell the test's path, tests/...)."""
-    if target_cells(block, row)[2].startswith("tests/"):
+    target a test of the suite checks (its third cell the test's path, tests/...) or one not built."""
+    cell = target_cells(block, row)[2]
+    if cell.startswith("tests/") or cell == NOT_BUILT:
         return None
-    words = shlex.split(target_cells(block, row)[2])
+    words = shlex.split(cell)
     if len(words) < 2:
         raise BlockError(f"{block}: a row's third cell is 'sweep preset [section ...]': {row}")
     return Block(block.path, words[0], words[1], "verdicts", tuple(words[2:]), ())
@@ -660,6 +665,9 @@ def targets_kind(block: Block, headlines: dict) -> str:
     for row in block.rows:
         target, claim, test, size, why, *judged = target_cells(block, row)
         store = row_store(block, row)
+        if store is None and test == NOT_BUILT:
+            rows.append([target, claim, f"{NOT_BUILT}: {size}", "not run here (not built)", why])
+            continue
         if store is None:
             verdict = "<br>".join(f"{j} (a test of the suite checks it)" for j in judged) or "the row states no verdict"
             rows.append([target, claim, f"`{test}`: {size}", verdict, why])

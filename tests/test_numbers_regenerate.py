@@ -162,6 +162,19 @@ def test_a_targets_row_checked_by_a_test_reads_no_store(tmp_path):
     assert f"{cells} why t |" in text
 
 
+def test_a_targets_row_not_built_reads_no_store(tmp_path):
+    """A row whose third cell is `not built` (a target no sweep measures): no store is read or run; its verdict
+    says it was not run."""
+    numbers = script()
+    readme = tmp_path / "README.md"
+    row = "Rn | deep nets | not built | 3 layers | why n"
+    readme.write_text(f"<!-- numbers: - - targets\n{row}\n-->\n<!-- /numbers -->\n")
+    block = numbers.blocks_of(readme)[0]
+    assert numbers.stores_of(block) == []
+    text = numbers.rewritten(readme, {}, lambda block: True)
+    assert "| Rn | deep nets | not built: 3 layers | not run here (not built) | why n |" in text
+
+
 def test_a_final_block_with_stat_mean_gives_the_fraction_of_runs_of_a_yes_no_metric(tmp_path):
     """stat=mean: a 0/1 metric's mean over all runs of a point (three probes of seed 0, one of seed 1) and their
     count."""
