@@ -652,7 +652,7 @@ def verdict_cell(store: Block, headline, target: str, judged: list[str]) -> str:
         return "not run here"
     sections = headline.verdicts["section"]
     if store.args:
-        keep = sections.map(lambda name: any(name.startswith(prefix) for prefix in store.args))
+        keep = sections.map(lambda name: any(name.startswith(prefix) for prefix in store.args)).astype(bool)
     else:
         keep = sections.str.contains(target, regex=False)
     lines = [short_check(check) for check in headline.verdicts[keep]["check"]]

@@ -175,6 +175,17 @@ def test_a_targets_row_not_built_reads_no_store(tmp_path):
     assert "| Rn | deep nets | not built: 3 layers | not run here (not built) | why n |" in text
 
 
+def test_a_targets_row_with_section_prefixes_on_a_report_without_verdicts(tmp_path):
+    """A row naming section prefixes of a store whose report states no verdict says so (no KeyError)."""
+    numbers = script()
+    readme = tmp_path / "README.md"
+    row = "Rs | y | s quick 'Test-time axes' | d = 8 | why s | met"
+    readme.write_text(f"<!-- numbers: - - targets\n{row}\n-->\n<!-- /numbers -->\n")
+    stored = Headline(tmp_path, "s", "quick", "", (0,), (), {}, verdicts_of({}), "")
+    text = numbers.rewritten(readme, {("s", "quick"): stored}, lambda block: True)
+    assert "| met (judged here: the report has no check for it) | why s |" in text
+
+
 def test_a_final_block_with_stat_mean_gives_the_fraction_of_runs_of_a_yes_no_metric(tmp_path):
     """stat=mean: a 0/1 metric's mean over all runs of a point (three probes of seed 0, one of seed 1) and their
     count."""
