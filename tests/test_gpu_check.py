@@ -53,12 +53,20 @@ def step_for_share(slots: int, share: float) -> float:
 
 
 def test_bandwidth_verdict_reads_the_best_row_at_enough_slots():
-    peaks = {"copy_bytes_per_s": COPY, "matmul_flops": 4e14}
+    peaks = {"copy_bytes_per_s": COPY, "matmul_flops": 4e14, "matmul_flops_highest": 5e13}
     passing = saturation({128: step_for_share(128, 0.9), 256: step_for_share(256, 0.31)})
     failing = saturation({128: step_for_share(128, 0.9), 256: step_for_share(256, 0.29)})
     assert G.bandwidth_verdict(passing, peaks) == ("PASS", "31.0% at 256 slots")
     assert G.bandwidth_verdict(failing, peaks)[0] == "FAIL"  # 128 slots are below the acceptance's 256
     assert G.bandwidth_verdict(passing, None)[0] == "not run"
+
+
+def test_flops_share_is_against_the_peak_at_the_engines_default_precision():
+    """The engine traces at matmul_precision 'highest' by default, so its FLOP/s is set against that peak,
+    not against JAX's default (TF32) one."""
+    peaks = {"copy_bytes_per_s": COPY, "matmul_flops": 4e14, "matmul_flops_highest": 5e13}
+    (row,) = G.saturation_rows(saturation({256: 1e-3}), peaks)
+    assert row["flops_share"] == pytest.approx(2.8e7 * 256 / 1e-3 / 5e13)
 
 
 def timed(seconds: float, status: str = "ok") -> dict:
