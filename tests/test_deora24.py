@@ -177,7 +177,7 @@ def test_autodiff_gradients_and_hessian_blocks_are_the_closed_forms(T, d, H):
     assert not hess["U"]["U"].any()  # Φ is linear in U
 
 
-@pytest.mark.parametrize("init", ["zero", "first_step"])
+@pytest.mark.parametrize("init", ["zero", pytest.param("first_step", marks=pytest.mark.slow)])
 def test_the_reduction_equals_the_full_model_in_float64(programs, init):
     """RT-02: H identical heads ≡ one group of multiplicity H with per-head gradients, for GD (η = √H),
     heavy ball and Adam (whose ε needs no rescaling in per-head coordinates); the first-step init as two

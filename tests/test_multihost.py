@@ -190,6 +190,7 @@ def test_a_job_on_a_folder_in_use_stops_every_process_with_the_reason(tmp_path):
 
 
 # -- two processes, one result ----------------------------------------------------------------------------
+@pytest.mark.slow  # 15 s: two processes compile the same sweep
 def test_two_processes_give_the_results_of_one(tmp_path, single):
     out = tmp_path / "two"
     processes = start_job(out)
