@@ -1,9 +1,10 @@
 """Time to solution of every shipped `paper` preset: the dry-run's estimate (FLOPs, compiles, time) for
 one H100, one H200 (`--plan-for`) and this machine, and the time measured where a preset was run to the
-end on one device call (`--measured FILE`: JSON {sweep: {"device": ..., "seconds": ...}}).
+end on one device call (`--measured FILE`: JSON {sweep: {"device": ..., "seconds": ...}}; `--stores DIR`: the
+wall and compile seconds in the report.md of each DIR/<sweep>-paper that ran to the end on this machine).
 Writes RESULTS_paper_scale.md.
 
-    python benchmarks/paper_scale.py [--sweeps fig1_linear,fig1_mlp] [--measured measured.json]
+    python benchmarks/paper_scale.py [--sweeps fig1_linear,fig1_mlp] [--measured measured.json] [--stores DIR]
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ from jaxmem.spec.sweep import load, read_toml  # noqa: E402
 TARGETS = {"H100": "h100", "H200": "h200", "this machine": None}
 WHOLE = re.compile(r"whole sweep.*?at most (\d+) runs, (\S+) FLOPs, (\S+) compiles: (.+)$", re.M)
 FIRST = re.compile(r"first round: (\d+) runs, (\S+) FLOPs, (\d+) compiles: (.+)$", re.M)
+WALL = re.compile(r"Total wall time: ([\d.]+) s")
+COMPILE = re.compile(r"compile_time_s: ([\d.]+)")
+PARTIAL = re.compile(r"^\**partial: ", re.M)
 
 
 def paper_presets() -> dict[str, Path]:
@@ -48,6 +52,22 @@ def estimated(path: Path, target: str | None) -> dict:
     return {"runs": int(runs), "flops": float(flops), "compiles": compiles, "time": duration, "over": over}
 
 
+def measured_in_stores(folder: Path) -> dict:
+    """{sweep: {"device", "seconds"}} from the report.md of every finished `<sweep>-paper` store in `folder`
+    (a partial report, whose first paragraph says so, is left out)."""
+    found = {}
+    for report in sorted(folder.glob("*-paper/report.md")):
+        text = report.read_text()
+        wall, compiled = WALL.search(text), COMPILE.search(text)
+        if wall and not PARTIAL.search(text):
+            compiles = f", {float(compiled.group(1)):.0f} s of it compiling" if compiled else ""
+            found[report.parent.name.removesuffix("-paper")] = {
+                "seconds": float(wall.group(1)),
+                "device": f"this machine{compiles}",
+            }
+    return found
+
+
 def cell(estimate: dict) -> str:
     if "time" not in estimate:
         return estimate.get("note", "—")
@@ -58,11 +78,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sweeps", default="")
     parser.add_argument("--measured", default="")
+    parser.add_argument("--stores", type=Path, help="folder of <sweep>-paper stores run to the end here")
     parser.add_argument("--out", default=str(HERE / "RESULTS_paper_scale.md"))
     args = parser.parse_args()
     presets = paper_presets()
     chosen = args.sweeps.split(",") if args.sweeps else list(presets)
     measured = json.loads(Path(args.measured).read_text()) if args.measured else {}
+    measured |= measured_in_stores(args.stores) if args.stores else {}
     start, rows = time.perf_counter(), []
     for name in chosen:
         C.log(f"{name} ...")
@@ -84,7 +106,8 @@ def main() -> None:
         "Each estimate is `jaxmem run SWEEP --preset paper --dry-run [--plan-for KIND]`: at most this many runs and "
         "FLOPs (padded sizes, every run to its step budget, no search expanding its bracket) at the device's measured "
         "throughput (jaxmem/plan/throughput.json) or, where it was never measured, its stated one "
-        "(jaxmem/plan/costs.py), plus the compiles. Measured: a run to the end on one device call.",
+        "(jaxmem/plan/costs.py), plus the compiles. Measured: a run to the end on one device call (on this machine: "
+        "the wall time its report states, taken while other jobs shared the CPU, so an upper bound).",
         "",
         *C.md_table(["preset", "runs:", "FLOPs:", *(f"{k}:" for k in TARGETS), "measured"], rows),
     ]

@@ -1,0 +1,131 @@
+"""The matmul-precision validation table: the quick Fig 1 grids' capacities at each `engine.matmul_precision`
+against "highest" (the default, which every stored result was computed at), on this machine's device.
+
+Each (grid, precision) is one `jaxmem run --preset quick --set engine.matmul_precision=P` in its own process,
+into its own folder under --work; the table compares the per-point capacity medians (capacity.csv) and the
+report's slope verdict with the "highest" run's. A precision the device has no algorithm for runs as
+"highest" (jaxmem/engine/program.py: a CPU has no TF32) and is listed as such, not run twice.
+
+    python benchmarks/precision_check.py [--grids fig1_linear,fig1_mlp] [--precisions highest,tf32,bf16]
+        [--work DIR] [--out benchmarks/RESULTS_precision_cpu.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import common as C  # noqa: E402
+
+from jaxmem.engine.program import jax_matmul_precision  # noqa: E402
+
+SWEEPS = HERE.parent / "sweeps" / "nichani24"
+CLI = "from jaxmem.cli.main import main; main()"
+
+
+def changes_a_matmul(algorithm: str) -> bool:
+    """Whether the device computes a 64 x 64 f32 matmul differently at `algorithm` than at "highest" (XLA's
+    CPU backend accepts BF16_BF16_F32 and computes in f32)."""
+    x = jax.numpy.asarray(np.random.default_rng(0).standard_normal((64, 64)), np.float32)
+    with jax.default_matmul_precision("highest"):
+        exact = jax.jit(lambda a: a @ a)(x)
+    with jax.default_matmul_precision(algorithm):
+        other = jax.jit(lambda a: a @ a)(x)
+    return bool(jax.numpy.any(exact != other))
+
+
+def run_grid(grid: str, precision: str, out: Path) -> float:
+    """Wall seconds of one quick run of `grid` at `precision` into `out` (a fresh process)."""
+    command = [sys.executable, "-c", CLI, "run", str(SWEEPS / f"{grid}.toml"), "--preset", "quick",
+               "--set", f'engine.matmul_precision="{precision}"', "--out", str(out), "--quiet",
+               "--no-compile-cache"]
+    start = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def medians(out: Path) -> pd.Series:
+    """Capacity median per grid point, indexed by the point's label (its varying fields)."""
+    table = pd.read_csv(out / "capacity.csv")
+    keys = [k for k in ("d", "m") if k in table and table[k].nunique() > 1]
+    return table.set_index(keys)["capacity_median"]
+
+
+def slope_verdict(out: Path) -> str:
+    """The report's line on the fitted slope against its expected band."""
+    lines = (out / "report.md").read_text().splitlines()
+    return next((line.strip("- ") for line in lines if line.lstrip("- ").startswith("Expected slope")), "—")
+
+
+def rows_for(grid: str, runs: dict[str, Path], walls: dict[str, float], platform: str) -> list[list]:
+    base = medians(runs["highest"])
+    rows = []
+    for precision, out in runs.items():
+        ours = medians(out)
+        worst = ((ours - base).abs() / base).max()
+        points = ", ".join(f"{k}: {v:g}" for k, v in ours.items())
+        algorithm = jax_matmul_precision(precision, platform)
+        computed = "yes" if algorithm == "highest" or changes_a_matmul(algorithm) else "no (computed in f32)"
+        rows.append([grid, precision, f"{algorithm}; honoured: {computed}", f"{walls[precision]:.0f}",
+                     points, f"{100 * worst:.1f}%", slope_verdict(out)])
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--grids", default="fig1_linear,fig1_mlp")
+    parser.add_argument("--precisions", default="highest,tf32,bf16")
+    parser.add_argument("--work", type=Path, help="folder of the runs (default: a temporary one)")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    machine = C.machine()
+    platform = jax.devices()[0].platform
+    work = args.work or Path(tempfile.mkdtemp(prefix="jaxmem-precision-"))
+    precisions = args.precisions.split(",")
+    distinct = {}  # JAX's algorithm -> the first precision name that runs it
+    for p in precisions:
+        distinct.setdefault(jax_matmul_precision(p, platform), p)
+    rows, same = [], []
+    for grid in args.grids.split(","):
+        runs, walls = {}, {}
+        for p in precisions:
+            if distinct[jax_matmul_precision(p, platform)] != p:
+                algorithm = jax_matmul_precision(p, platform)
+                same.append(f"{p} (on {platform} it is {algorithm}, the program of {distinct[algorithm]})")
+                continue
+            C.log(f"{grid} at {p} ...")
+            runs[p] = work / f"{grid}-{p}"
+            walls[p] = run_grid(grid, p, runs[p])
+        rows += rows_for(grid, runs, walls, platform)
+    lines = [
+        "# Matmul precision: the quick Fig 1 grids' capacities against 'highest'",
+        "",
+        f"`python benchmarks/precision_check.py --out {args.out}`, one invocation: each grid at each precision in "
+        "a fresh process with a cold compile cache. 'max |Δ|' is the largest relative difference of a grid "
+        "point's capacity median from the 'highest' run's (the search resolution of the quick presets is "
+        "1 in N at N ≤ 300).",
+        "",
+        *C.md_table(["", ""], [[k, v] for k, v in machine.items()]),
+        "",
+        *C.md_table(["grid", "precision", "JAX's algorithm here", "wall s", "capacity medians",
+                     "max |Δ| vs highest", "slope verdict"], rows),
+        "",
+    ]
+    if same:
+        lines += [f"Not run separately: {'; '.join(sorted(set(same)))}.", ""]
+    args.out.write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
