@@ -327,8 +327,9 @@ def without_constant_columns(lines: list[str]) -> str:
     """A markdown table without the columns whose cells hold one value over two or more rows, verdicts
     (jaxmem.report.partial.VERDICT) kept."""
     from jaxmem.report.partial import VERDICT
+    from jaxmem.report.text import row_cells
 
-    cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
+    cells = [row_cells(line) for line in lines]
     header, body = cells[0], [row for row in cells[1:] if not all(set(c) <= set("-: ") for c in row)]
     keep = [
         i

@@ -15,6 +15,7 @@ import pandas as pd
 
 from jaxmem.persistence.store import load_results
 from jaxmem.report.partial import ON_PARTIAL, VERDICT
+from jaxmem.report.text import row_cells
 
 HEADING = re.compile(r"^(#{2,4}) (.+?)\s*(\(partial: .*\))?$")
 OUTCOME = re.compile(r"\b(PASS|FAIL|INCONCLUSIVE|yes|no)\b")
@@ -68,7 +69,7 @@ def table_rows(body: str) -> list[tuple[list[str], list[str]]]:
         if not line.startswith("|"):
             header = None
             continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        cells = row_cells(line)
         if header is None:
             header = cells
         elif not all(set(c) <= set("-: ") for c in cells):

@@ -4,6 +4,7 @@ duration, spread and percentage of report.md and the plots."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -64,10 +65,26 @@ def spread(values, decimals: int | None = None) -> str:
     return mean_std(float(v.mean()), float(v.std(ddof=1)) if v.size >= 2 else math.nan, decimals)
 
 
+UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
+
+
+def table_cell(value) -> str:
+    """`value` through `number`, its pipes escaped so that a name such as |L|* stays in one cell."""
+    return UNESCAPED_PIPE.sub(r"\|", number(value))
+
+
+def row_cells(line: str) -> list[str]:
+    """The cells of one markdown table row, an escaped pipe (\\|) kept inside its cell."""
+    inner = line.strip()
+    inner = inner[1:] if inner.startswith("|") else inner
+    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
+    return [cell.strip() for cell in UNESCAPED_PIPE.split(inner)]
+
+
 def markdown_table(headers: list[str], rows: list[list]) -> str:
-    """A GitHub-flavoured markdown table; cells go through `number`."""
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(number(c) for c in row) + " |" for row in rows]
+    """A GitHub-flavoured markdown table; cells go through `table_cell`."""
+    lines = ["| " + " | ".join(table_cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(table_cell(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
