@@ -148,16 +148,19 @@ def test_a_final_block_reads_the_test_time_table_with_its_untrained_columns(tmp_
     ]
 
 
+def storeless_targets_row(tmp_path, row: str) -> str:
+    """A README of one targets block with `row`, rendered; the block must name no store to read."""
+    numbers = script()
+    readme = tmp_path / "README.md"
+    readme.write_text(f"<!-- numbers: - - targets\n{row}\n-->\n<!-- /numbers -->\n")
+    assert numbers.stores_of(numbers.blocks_of(readme)[0]) == []
+    return numbers.rewritten(readme, {}, lambda block: True)
+
+
 def test_a_targets_row_checked_by_a_test_reads_no_store(tmp_path):
     """A row whose third cell is a test's path: no store is read or run; its verdict is the judgement the test
     checks."""
-    numbers = script()
-    readme = tmp_path / "README.md"
-    row = "Rt | mean = A* | tests/test_x.py::test_mean | 1000 draws | why t | met"
-    readme.write_text(f"<!-- numbers: - - targets\n{row}\n-->\n<!-- /numbers -->\n")
-    block = numbers.blocks_of(readme)[0]
-    assert numbers.stores_of(block) == []
-    text = numbers.rewritten(readme, {}, lambda block: True)
+    text = storeless_targets_row(tmp_path, "Rt | mean = A* | tests/test_x.py::test_mean | 1000 draws | why t | met")
     cells = "| Rt | mean = A* | `tests/test_x.py::test_mean`: 1000 draws | met (a test of the suite checks it) |"
     assert f"{cells} why t |" in text
 
@@ -165,13 +168,7 @@ def test_a_targets_row_checked_by_a_test_reads_no_store(tmp_path):
 def test_a_targets_row_not_built_reads_no_store(tmp_path):
     """A row whose third cell is `not built` (a target no sweep measures): no store is read or run; its verdict
     says it was not run."""
-    numbers = script()
-    readme = tmp_path / "README.md"
-    row = "Rn | deep nets | not built | 3 layers | why n"
-    readme.write_text(f"<!-- numbers: - - targets\n{row}\n-->\n<!-- /numbers -->\n")
-    block = numbers.blocks_of(readme)[0]
-    assert numbers.stores_of(block) == []
-    text = numbers.rewritten(readme, {}, lambda block: True)
+    text = storeless_targets_row(tmp_path, "Rn | deep nets | not built | 3 layers | why n")
     assert "| Rn | deep nets | not built: 3 layers | not run here (not built) | why n |" in text
 
 
