@@ -118,7 +118,8 @@ def test_a_targets_table_reads_each_row_from_its_own_store(tmp_path):
     headlines = {("e1_phase1_bias", "quick"): stored, ("e2_sample_complexity", "quick"): None}
     text = numbers.rewritten(readme, headlines, lambda block: True)
     assert (
-        "| Rx | y falls | `e1_phase1_bias` `quick`, seeds 0, 1: d = 8 | Expected: ρ ≤ −0.8: **FAIL** (ρ = 0.2) | why x |"
+        "| Rx | y falls | `e1_phase1_bias` `quick`, seeds 0, 1: d = 8 "
+        "| Expected: ρ ≤ −0.8: **FAIL** (ρ = 0.2) | why x |"
         in text
     )
     assert (
