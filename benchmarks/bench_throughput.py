@@ -2,7 +2,8 @@
 for every experiment family of bench_suite.py, its representative config trained by the engine with all
 runs in one program (`--slots` of them, no early stop), timed in its segments. Each family gets one row
 for this machine's device kind: FLOPs of one run's step (true sizes), slots, achieved FLOP/s (useful
-work over segment time) and seconds per program step. Rows of other device kinds are kept.
+work over segment time), seconds per program step and seconds per compile (a cold compile of its
+program). Rows of other device kinds are kept.
 
     python benchmarks/bench_throughput.py [--slots 16] [--families assoc_memory,ntp_linear] [--steps-scale 0.25]
 """
@@ -37,6 +38,7 @@ def measure(family: S.Family, slots: int, steps_scale: float) -> dict:
         "slots": timed.slots,
         "flops_per_second": timed.gflop * 1e9 / timed.segments_s,
         "step_seconds": timed.segments_s / steps,
+        "compile_seconds": timed.compile_s / max(timed.compiles, 1),
         "others_cpu": round(timed.others, 3),
     }
 

@@ -119,3 +119,17 @@ def test_estimates_use_the_measured_throughput_of_the_device_kind():
     assert rate(two_cores, "assoc_memory", 5e7, measured).flops_per_second == 3e10
     assert rate(two_cores, "ntp_linear", 1e6, measured).source.startswith("measured")  # another family's rows
     assert rate(Target("cpu", 1, "cpu", 2**30, cores=8), "assoc_memory", 1e6, measured).source.startswith("stated")
+
+
+def test_estimates_use_the_measured_compile_time_where_there_is_one():
+    """A row with its compile seconds gives them to the estimate; an older row without, the stated ones."""
+    from jaxmem.cli.estimate import seconds
+    from jaxmem.plan.throughput import rate
+
+    row = {"flops_per_run_step": 1e6, "flops_per_second": 1e9, "step_seconds": 1e-3, "slots": 16}
+    rows = [row, {**row, "flops_per_run_step": 1e8, "compile_seconds": 40.0}]
+    measured = {"cpu (2 cores)": {"date": "d", "families": {"assoc_memory": rows}}}
+    two_cores = Target("cpu", 1, "cpu", 2**30, cores=2)
+    heavy, light = rate(two_cores, "assoc_memory", 1e8, measured), rate(two_cores, "assoc_memory", 1e6, measured)
+    assert heavy.compile_seconds == 40.0 and light.compile_seconds == 3.0  # costs.COMPILE_SECONDS["cpu"]
+    assert seconds(2e9, 3, heavy, devices=2) == 1.0 + 3 * 40.0

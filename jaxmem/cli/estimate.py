@@ -1,20 +1,21 @@
 """What a sweep will cost, for `jaxmem run --dry-run`: the most probes a threshold search can make, and
-the time a number of FLOPs and compiles takes at a device kind's measured (else stated) throughput."""
+the time a number of FLOPs and compiles takes at a device kind's measured (else stated) throughput and
+compile time."""
 
 from __future__ import annotations
 
 from typing import Callable
 
 from jaxmem.plan import search as searching
-from jaxmem.plan.costs import COMPILE_SECONDS  # stated per device kind (see there)
+from jaxmem.plan.throughput import Rate
 
 SIZED_HOURS = 2.0  # a preset estimated to take longer is not sized for this machine
 THRESHOLDS = 48  # success thresholds tried when bounding a search's probes
 
 
-def seconds(flops: float, compiles: int, flops_per_second: float, platform: str) -> float:
-    """Seconds of `flops` at `flops_per_second` (every device together) and `compiles` compiles."""
-    return flops / flops_per_second + compiles * COMPILE_SECONDS.get(platform, 15.0)
+def seconds(flops: float, compiles: int, rate: Rate, devices: int) -> float:
+    """Seconds of `flops` on `devices` devices of one kind at `rate`, and `compiles` compiles."""
+    return flops / (rate.flops_per_second * devices) + compiles * rate.compile_seconds
 
 
 def duration(secs: float) -> str:

@@ -176,20 +176,19 @@ def _totals(sweep, groups: dict, peak: int, over: int) -> list[str]:
     at the stated throughput; whether the sweep suits this machine."""
     platform, n = sweep.target.platform, sweep.target.count
     first = sum(_run_flops(sweep, r) for r in sweep.pending.values())
-    measured = _rate(sweep, groups)
-    rate = measured.flops_per_second * n
+    rate = _rate(sweep, groups)
     lines = [
         "totals (FLOPs at most: padded sizes, every run to its step budget; early stops use fewer), timed at "
-        f"{rate:.3g} FLOP/s for {n} {platform} device(s), {measured.source}, and "
-        f"{estimate.COMPILE_SECONDS.get(platform, 15.0):g} s per compile (jaxmem/plan/costs.py):",
+        f"{rate.flops_per_second * n:.3g} FLOP/s for {n} {platform} device(s) and {rate.compile_seconds:.3g} s per "
+        f"compile, {rate.source}:",
         f"  first round: {len(sweep.pending)} runs, {first:.2e} FLOPs, {len(groups)} compiles: "
-        f"{estimate.duration(estimate.seconds(first, len(groups), rate, platform))}",
+        f"{estimate.duration(estimate.seconds(first, len(groups), rate, n))}",
     ]
-    secs = estimate.seconds(first, len(groups), rate, platform)
+    secs = estimate.seconds(first, len(groups), rate, n)
     if sweep.spec.search is not None:
         runs, flops = _search_bound(sweep)
         bound = _compile_bound(sweep)
-        secs = estimate.seconds(flops, bound if isinstance(bound, int) else len(groups), rate, platform)
+        secs = estimate.seconds(flops, bound if isinstance(bound, int) else len(groups), rate, n)
         lines.append(
             f"  whole sweep, if no search expands its bracket: at most {runs} runs, {flops:.2e} FLOPs, {bound} "
             f"compiles: {estimate.duration(secs)}"

@@ -22,7 +22,7 @@ import math
 from jaxmem.experiments.interface import SIZE, Experiment
 from jaxmem.plan import search as searching
 from jaxmem.plan import throughput
-from jaxmem.plan.costs import ACCELERATORS, COMPILE_SECONDS
+from jaxmem.plan.costs import ACCELERATORS
 from jaxmem.plan.layout import Knobs, Layout
 from jaxmem.plan.target import Target
 from jaxmem.spec.expr import evaluate
@@ -132,13 +132,13 @@ def estimate(spec: SweepSpec, exp: Experiment, knobs: Knobs, target: Target) -> 
             bucket = layout.bucket_for(config)
             runs, _ = buckets.get(bucket, (0, config))
             buckets[bucket] = (runs + runs_per_config, config)
-    seconds = 0.0
+    seconds, compile_s = 0.0, 0.0
     for bucket, (runs, config) in buckets.items():
         slots, flops = layout.slots_for(bucket, config), layout.padded_flops(bucket, config)
-        per_step = throughput.rate(target, exp.name, flops).seconds(slots // target.count, flops)
-        seconds += math.ceil(runs / slots) * spec.train.steps * per_step
-    compile_s = COMPILE_SECONDS.get(target.platform, 15.0)
-    return Estimate(len(buckets), rounds, seconds, len(buckets) * compile_s + rounds * seconds)
+        rate = throughput.rate(target, exp.name, flops)
+        seconds += math.ceil(runs / slots) * spec.train.steps * rate.seconds(slots // target.count, flops)
+        compile_s += rate.compile_seconds
+    return Estimate(len(buckets), rounds, seconds, compile_s + rounds * seconds)
 
 
 def first_round(spec: SweepSpec, exp: Experiment, layout: Layout, point: dict) -> tuple[list, int]:

@@ -2,7 +2,8 @@
 
 `throughput.json` beside this file holds, per device (`device_key`), what benchmarks/bench_throughput.py
 measured for each experiment family at the sizes it ran: the FLOPs of one run's step, the slots of the
-program, the achieved FLOP/s (useful work: true sizes) and the seconds of one program step. An estimate
+program, the achieved FLOP/s (useful work: true sizes), the seconds of one program step and of one
+compile. An estimate
 reads the family's entry nearest in FLOPs per run-step (another family's where its own is missing), and
 the stated figures of jaxmem/plan/costs.py where the device was never measured; the least time of a
 program step stays the stated one (a saturated benchmark measures throughput, not that floor).
@@ -16,7 +17,7 @@ import math
 from functools import lru_cache
 from pathlib import Path
 
-from jaxmem.plan.costs import FLOPS_PER_SECOND, STEP_SECONDS
+from jaxmem.plan.costs import COMPILE_SECONDS, FLOPS_PER_SECOND, STEP_SECONDS
 from jaxmem.plan.target import Target
 
 TABLE = Path(__file__).with_name("throughput.json")
@@ -26,6 +27,7 @@ TABLE = Path(__file__).with_name("throughput.json")
 class Rate:
     flops_per_second: float  # one device, at saturation
     step_seconds: float  # the least time one program step takes
+    compile_seconds: float  # one bucket's program compiled (cold)
     source: str  # "measured on <device>, <date>" or "stated (jaxmem/plan/costs.py)"
 
     def seconds(self, slots: int, flops_per_run: float) -> float:
@@ -50,6 +52,7 @@ def rate(target: Target, family: str, flops_per_run: float, measured: dict | Non
     stated = Rate(
         FLOPS_PER_SECOND.get(target.platform, 2e13) * (target.cores if target.platform == "cpu" else 1),
         STEP_SECONDS.get(target.platform, 1e-3),
+        COMPILE_SECONDS.get(target.platform, 15.0),
         "stated (jaxmem/plan/costs.py)",
     )
     if not device or not device.get("families"):
@@ -58,4 +61,5 @@ def rate(target: Target, family: str, flops_per_run: float, measured: dict | Non
     size = flops_per_run if math.isfinite(flops_per_run) and flops_per_run > 0 else 1.0
     nearest = min(entries, key=lambda e: abs(math.log(e["flops_per_run_step"] / size)))
     source = f"measured on {device_key(target)}, {device.get('date', '?')}"
-    return Rate(nearest["flops_per_second"], stated.step_seconds, source)
+    compile_seconds = nearest.get("compile_seconds", stated.compile_seconds)
+    return Rate(nearest["flops_per_second"], stated.step_seconds, compile_seconds, source)
