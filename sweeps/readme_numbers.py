@@ -191,7 +191,7 @@ def sig(value, digits: int = 3) -> str:
 
 def spread_text(values: pd.Series, stat: str = "median") -> str:
     """ "median (min–max)" (or "mean (min–max)") of the finite values; a single value alone."""
-    v = pd.to_numeric(values, errors="coerce").dropna()
+    v = pd.to_numeric(values, errors="coerce").dropna().astype(float)  # a yes/no metric as 0/1
     if v.empty:
         return DASH
     if sig(v.min()) == sig(v.max()):  # one value, to the digits shown

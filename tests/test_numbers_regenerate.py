@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from jaxmem.report.headline import Headline, sections_of, verdicts_of
@@ -208,3 +209,8 @@ def test_the_readme_numbers_of_a_quick_preset_regenerate(tmp_path):
     done = subprocess.run([*command, "--results", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert (tmp_path / "e1_phase1_bias-quick" / "report.md").exists()
+
+
+def test_a_yes_no_metric_spreads_as_numbers():
+    """The mean of a boolean metric over runs and its range read as a fraction, not False–True."""
+    assert script().spread_text(pd.Series([True, False, False]), "mean") == "0.333 (0–1)"
