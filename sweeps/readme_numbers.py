@@ -116,6 +116,9 @@ class Block:
         return f"{self.path.relative_to(ROOT)}: {self.sweep} {self.preset} {self.kind}"
 
 
+OPTION = re.compile(r"[A-Za-z_]\w*=")  # key=value; a quoted heading such as "Fits (b = 0)" is an argument
+
+
 def parse_block(path: Path, what: str) -> Block:
     """The Block of a `<!-- numbers: what -->` marker (its lines after the first are its rows)."""
     head, *rows = what.split("\n")
@@ -123,8 +126,8 @@ def parse_block(path: Path, what: str) -> Block:
     if len(words) < 3:
         raise BlockError(f"{path}: '<!-- numbers: {what} -->' needs a sweep, a preset and a kind")
     sweep, preset, kind, *rest = words
-    args = tuple(w for w in rest if "=" not in w)
-    options = tuple(tuple(w.split("=", 1)) for w in rest if "=" in w)
+    args = tuple(w for w in rest if not OPTION.match(w))
+    options = tuple(tuple(w.split("=", 1)) for w in rest if OPTION.match(w))
     return Block(path, sweep, preset, kind, args, options, tuple(r.strip() for r in rows if r.strip()))
 
 

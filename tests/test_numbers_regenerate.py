@@ -214,3 +214,8 @@ def test_the_readme_numbers_of_a_quick_preset_regenerate(tmp_path):
 def test_a_yes_no_metric_spreads_as_numbers():
     """The mean of a boolean metric over runs and its range read as a fraction, not False–True."""
     assert script().spread_text(pd.Series([True, False, False]), "mean") == "0.333 (0–1)"
+
+
+def test_a_quoted_heading_with_an_equals_sign_is_an_argument():
+    block = script().parse_block(Path("README.md"), 's quick section "Relations / R4.7: case = 1" where=H=1|4')
+    assert block.args == ("Relations / R4.7: case = 1",) and block.options == (("where", "H=1|4"),)
