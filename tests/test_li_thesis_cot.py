@@ -128,8 +128,10 @@ def test_training_concentrates_cot_attention_on_same_input_same_step_columns(tra
     assert float(one["cot_error"]) > float(after["cot_error"])
 
 
-@pytest.mark.parametrize("preset", ["quick", "paper"])
-@pytest.mark.parametrize("path", SWEEPS, ids=lambda p: p.stem)
+PRESETS = [(path, preset) for path in SWEEPS for preset in specmod.read_toml(path).get("presets", {})]
+
+
+@pytest.mark.parametrize("path, preset", PRESETS, ids=lambda v: v if isinstance(v, str) else v.stem)
 def test_ch7_sweeps_load_and_keep_l_ts_within_l_tr(path, preset):
     spec = specmod.load(path, preset=preset)
     assert spec.points and not spec.skipped and spec.experiment == "cot_transformer"
