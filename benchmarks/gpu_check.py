@@ -229,19 +229,25 @@ def saturation_case(sat: Saturation, mode: Mode):
 
 
 def time_slots(exp, sat: Saturation, slots: int, segment_s: float) -> dict:
-    import jax
-    import numpy as np
-
-    from jaxmem.engine.executor import BucketRunner, compile_program
     from jaxmem.engine.program import Settings
     from jaxmem.plan.buckets import bucket_of, unpadded
     from jaxmem.plan.runs import make_run
 
     config = exp.complete(sat.config)
-    bucket = bucket_of(exp, config, unpadded)
     settings = Settings(STEP_BUDGET, sat.eval_every, "accuracy", 1.0, math.inf)  # never stops early
     runs = [make_run(config, seed, sat.lr, None, None, 0, exp.same_problem_across) for seed in range(slots)]
-    program = compile_program(exp, bucket, settings, slots, runs[0], jax.local_devices()[:1])
+    return time_program(exp, bucket_of(exp, config, unpadded), settings, runs, segment_s)
+
+
+def time_program(exp, bucket, settings, runs: list, segment_s: float) -> dict:
+    """`bucket`'s program compiled for len(`runs`) slots, every slot live, and timed: the best of two
+    segments of about `segment_s` (whole eval blocks) after one untimed segment, in seconds per step."""
+    import jax
+    import numpy as np
+
+    from jaxmem.engine.executor import BucketRunner, compile_program
+
+    program = compile_program(exp, bucket, settings, len(runs), runs[0], jax.local_devices()[:1])
     with tempfile.TemporaryDirectory() as tmp:
         runner = BucketRunner(exp, bucket, settings, program, runs[0], Path(tmp), lambda _: None, segment_s)
         for run in runs:
@@ -257,7 +263,7 @@ def time_slots(exp, sat: Saturation, slots: int, segment_s: float) -> dict:
             best = min(best, seconds / max(program_steps, 1))
         runner.close(remove_checkpoints=True)
     return {
-        "slots": slots,
+        "slots": len(runs),
         "compile_s": program.seconds,
         "peak_bytes": program.peak_bytes,
         "segment_steps": program_steps,
@@ -321,9 +327,10 @@ def child_env() -> dict:
     return {**env, "JAXMEM_COMPILE_CACHE": "0", "PYTHONUNBUFFERED": "1", "PYTHONPATH": os.pathsep.join(path)}
 
 
-def run_case(case: str, mode: Mode, timeout: float, core: int | None, log) -> dict:
-    """One case in a child process: its record (status ok / timeout / error, process wall, result)."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", case, "--mode", mode.name]
+def run_case(case: str, mode: Mode, timeout: float, core: int | None, log, script: Path | None = None) -> dict:
+    """One case in a child process (`script --child CASE --mode MODE`, this file by default): its record
+    (status ok / timeout / error, process wall, result)."""
+    cmd = [sys.executable, str(script or Path(__file__).resolve()), "--child", case, "--mode", mode.name]
     if core is not None:
         cmd = ["taskset", "-c", str(core), *cmd]
     record = {"case": case, "timeout_s": round(timeout, 1)}
@@ -354,8 +361,11 @@ def case_cap(case: str, mode: Mode) -> float:
     return mode.caps.get(case, mode.caps["saturation"] if case.startswith("saturation/") else mode.budget_s)
 
 
-def run_all(mode: Mode, cases: list[str], out: Path, jsonl: Path, budget: float, core: int | None) -> list[dict]:
-    """Every case in order, each under min(its cap, the time left); the files rewritten after each."""
+def run_all(mode: Mode, cases: list[str], out: Path, jsonl: Path, budget: float, core: int | None,
+            cap=None, render=None, script: Path | None = None) -> list[dict]:
+    """Every case in order, each under min(its cap, the time left); the files rewritten after each.
+    `cap`, `render`, `script`: another check's case caps, report and child script (default: this one's)."""
+    cap, render = cap or case_cap, render or markdown
     started = time.time()
     records = [{"case": "meta", "mode": mode.name, "started": started, "budget_s": budget, "core": core,
                 "host_cores": os.cpu_count()}]
@@ -368,13 +378,13 @@ def run_all(mode: Mode, cases: list[str], out: Path, jsonl: Path, budget: float,
             if left < MIN_CASE_S:
                 record = {"case": case, "status": "skipped", "status_detail": f"{left:.0f} s of the budget left"}
             else:
-                _say(f"{case} (timeout {min(case_cap(case, mode), left):.0f} s) ...")
-                record = run_case(case, mode, min(case_cap(case, mode), left), core, log)
+                _say(f"{case} (timeout {min(cap(case, mode), left):.0f} s) ...")
+                record = run_case(case, mode, min(cap(case, mode), left), core, log, script)
             _say(f"{case}: {record['status']} after {record.get('process_s', 0):.1f} s")
             records.append(record)
             with open(jsonl, "a") as f:
                 f.write(json.dumps(record) + "\n")
-            out.write_text(markdown(records))
+            out.write_text(render(records))
     return records
 
 
