@@ -188,6 +188,8 @@ def _run(args) -> int:
         if err.abandoned:  # the abandoned program or compile still runs: Python's exit would wait for it
             sys.stdout.flush()
             sys.stderr.flush()
+            if count > 1:
+                distributed.leave()
             os._exit(code)
         return code
     if report is None:

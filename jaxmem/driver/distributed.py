@@ -113,6 +113,13 @@ def wait_reachable(address: str, timeout_s: float) -> None:
             time.sleep(0.5)
 
 
+def leave() -> None:
+    """Leave the job through JAX's shutdown barrier. Python's exit does it; a process that ends by
+    `os._exit` (a stop that abandoned a compile) must do it first, or every other process aborts at
+    that barrier when this one's heartbeats stop."""
+    jax.distributed.shutdown()
+
+
 def _client():
     from jax._src import distributed  # the runtime's key-value store; JAX has no public API for it
 
