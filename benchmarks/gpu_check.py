@@ -37,6 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -695,32 +696,53 @@ def read_records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """A prepared device check: this script's, or another built on its cases, runner and report."""
+
+    description: str  # the first line of its docstring
+    modes: dict
+    results: Path
+    smoke_results: Path
+    child: Callable
+    markdown: Callable
+    cap: Callable
+    script: Path
+
+
+def cli(check: Check) -> None:
+    """The command line of a check: run its cases (or one, as a child process) and write its report."""
+    parser = argparse.ArgumentParser(description=check.description)
     parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--mode", default="full", choices=sorted(MODES), help=argparse.SUPPRESS)
-    parser.add_argument("--smoke", action="store_true", help="tiny versions of every case, on a CPU, ~1 minute")
-    parser.add_argument("--out", default=None, help=f"the Markdown (default {RESULTS.name}; --smoke: a temp file)")
+    parser.add_argument("--mode", default="full", choices=sorted(check.modes), help=argparse.SUPPRESS)
+    parser.add_argument("--smoke", action="store_true", help="tiny versions of every case, on a CPU, in minutes")
+    parser.add_argument("--out", help=f"the Markdown (default {check.results.name}; --smoke: a temp file)")
     parser.add_argument("--cases", default=None, help="a comma-separated subset of the cases, in their order")
     parser.add_argument("--budget", type=float, default=None, help="seconds for all cases (default: the mode's)")
     parser.add_argument("--core", type=int, default=None, help="pin every case to this core (default: no pinning)")
     parser.add_argument("--render", default=None, help="rewrite --out from the .jsonl of an earlier invocation")
     args = parser.parse_args()
-    mode = SMOKE if args.smoke else MODES[args.mode]
+    mode = check.modes["smoke"] if args.smoke else check.modes[args.mode]
     if args.child:
-        child(args.child, mode)
+        check.child(args.child, mode)
         return
-    out = Path(args.out) if args.out else (SMOKE_RESULTS if args.smoke else RESULTS)
+    out = Path(args.out) if args.out else (check.smoke_results if args.smoke else check.results)
     if args.render:
-        out.write_text(markdown(read_records(Path(args.render))))
+        out.write_text(check.markdown(read_records(Path(args.render))))
         return
     known = mode.cases()
-    cases = known if args.cases is None else [c for c in known if c in args.cases.split(",")]
     unknown = set(args.cases.split(",")) - set(known) if args.cases else set()
     if unknown:
         raise SystemExit(f"unknown cases {sorted(unknown)}; known: {', '.join(known)}")
-    run_all(mode, cases, out, out.with_suffix(".jsonl"), args.budget or mode.budget_s, args.core)
+    cases = known if args.cases is None else [c for c in known if c in args.cases.split(",")]
+    run_all(mode, cases, out, out.with_suffix(".jsonl"), args.budget or mode.budget_s, args.core,
+            cap=check.cap, render=check.markdown, script=check.script)
     print(f"wrote {out} and {out.with_suffix('.jsonl')}")
+
+
+def main() -> None:
+    script = Path(__file__).resolve()
+    cli(Check(__doc__.splitlines()[0], MODES, RESULTS, SMOKE_RESULTS, child, markdown, case_cap, script))
 
 
 if __name__ == "__main__":

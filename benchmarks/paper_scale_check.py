@@ -36,7 +36,6 @@ commit it as GPU results.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
@@ -441,31 +440,8 @@ def acceptance_section(mode: Mode, cases: dict, peaks: dict | None) -> list[str]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--mode", default="full", choices=sorted(MODES), help=argparse.SUPPRESS)
-    parser.add_argument("--smoke", action="store_true", help="tiny versions of every case, on a CPU, ~2 minutes")
-    parser.add_argument("--out", default=None, help=f"the Markdown (default {RESULTS.name}; --smoke: a temp file)")
-    parser.add_argument("--cases", default=None, help="a comma-separated subset of the cases, in their order")
-    parser.add_argument("--budget", type=float, default=None, help="seconds for all cases (default: the mode's)")
-    parser.add_argument("--render", default=None, help="rewrite --out from the .jsonl of an earlier invocation")
-    args = parser.parse_args()
-    mode = SMOKE if args.smoke else MODES[args.mode]
-    if args.child:
-        child(args.child, mode)
-        return
-    out = Path(args.out) if args.out else (SMOKE_RESULTS if args.smoke else RESULTS)
-    if args.render:
-        out.write_text(markdown(gc.read_records(Path(args.render))))
-        return
-    known = mode.cases()
-    unknown = set(args.cases.split(",")) - set(known) if args.cases else set()
-    if unknown:
-        raise SystemExit(f"unknown cases {sorted(unknown)}; known: {', '.join(known)}")
-    cases = known if args.cases is None else [c for c in known if c in args.cases.split(",")]
-    gc.run_all(mode, cases, out, out.with_suffix(".jsonl"), args.budget or mode.budget_s, None,
-               cap=case_cap, render=markdown, script=Path(__file__).resolve())
-    print(f"wrote {out} and {out.with_suffix('.jsonl')}")
+    script = Path(__file__).resolve()
+    gc.cli(gc.Check(__doc__.splitlines()[0], MODES, RESULTS, SMOKE_RESULTS, child, markdown, case_cap, script))
 
 
 if __name__ == "__main__":
