@@ -38,7 +38,7 @@ from jaxmem.spec.expr import ExpressionError, evaluate
 from jaxmem.spec.report_agreement import Agreement
 from jaxmem.spec.report_relations import RUN, RUN_QUANTITIES, SEARCH_QUANTITY, Relation
 from jaxmem.spec.tables import Bounds, Expression, Flag, Formula, Names, NonNegative, Number, Pair, Positive, Text
-from jaxmem.spec.tables import Words, fill, hint, is_number, key, names_of, one_or_many, plain, read
+from jaxmem.spec.tables import Words, fill, hint, is_number, key, names_of, one_of, one_or_many, plain, read
 from jaxmem.spec.tables import unknown_names
 
 DEFAULT_THRESHOLD = 0.99
@@ -148,11 +148,11 @@ class CrossingTable:
     label: Text | None = key("its name (default: 'metric ≤ level')", None)
 
     def checked(self, given: dict, context: Context, path: str, problems: list[str]) -> Crossing | None:
-        sides = [side for side in ("below", "above") if getattr(self, side) is not None]
-        if len(sides) != 1:
-            return problems.append(f"{path}: needs exactly one of below, above")
-        level, sign = getattr(self, sides[0]), "≤" if sides[0] == "below" else "≥"
-        return Crossing(self.metric, level, sides[0], self.label or f"{self.metric} {sign} {level}")
+        side = one_of({s: getattr(self, s) is not None for s in ("below", "above")}, path, problems)
+        if side is None:
+            return None
+        level, sign = getattr(self, side), "≤" if side == "below" else "≥"
+        return Crossing(self.metric, level, side, self.label or f"{self.metric} {sign} {level}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -437,12 +437,12 @@ class ReadoffTable:
     expect_slope: Pair | None = key("[lo, hi] for the slope of ln(median) against ln(against)", None)
 
     def checked(self, given: dict, context: Context, path: str, problems: list[str]) -> Readoff | None:
-        sides = [k for k in ("at_most", "at_least") if getattr(self, k) is not None]
-        if len(sides) != 1:
-            return problems.append(f"{path}: needs exactly one of at_most, at_least, got {sides or 'neither'}")
-        level, sign = getattr(self, sides[0]), "≤" if sides[0] == "at_most" else "≥"
+        side = one_of({s: getattr(self, s) is not None for s in ("at_most", "at_least")}, path, problems)
+        if side is None:
+            return None
+        level, sign = getattr(self, side), "≤" if side == "at_most" else "≥"
         label = self.label or f"smallest x with {self.metric} {sign} {level:g} from there on"
-        return Readoff(self.metric, sides[0] == "at_most", level, self.against, label, self.expect_slope)
+        return Readoff(self.metric, side == "at_most", level, self.against, label, self.expect_slope)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,7 +20,7 @@ from jaxmem.spec import expr
 from jaxmem.spec.document import MAX_VALUES, SECTIONS, SweepTables, short
 from jaxmem.spec.report_tables import Context, ReportSpec, read_report
 from jaxmem.spec.sections import EngineSpec, SearchSpec, SuccessRule, SuccessTable, TrainSpec
-from jaxmem.spec.tables import MAX_INT, hint, names_of, read, suggest, unknown_names
+from jaxmem.spec.tables import MAX_INT, hint, names_of, one_of, read, suggest, unknown_names
 from jaxmem.experiments.interface import Experiment
 from jaxmem.experiments.registry import SHIPPED, UnknownExperiment, searching
 from jaxmem.experiments.registry import get as get_experiment
@@ -238,12 +238,11 @@ def _success(merged: dict, table: SuccessTable | None, exp, train, search, probl
     if exp is not None and metric is not None:
         problems += unknown_names("success.metric", [metric], frozenset(exp.metrics), f"a metric of {exp.name}")
     given = _table(merged, "success")
-    sides = [k for k in ("at_least", "at_most") if k in given]
-    if len(sides) != 1:
-        problems.append(f"success: needs exactly one of at_least, at_most, got {sides or 'neither'}")
+    side = one_of({k: k in given for k in ("at_least", "at_most")}, "success", problems)
+    if side is None:
         return None
-    threshold = getattr(table, sides[0])
-    return None if metric is None or threshold is None else SuccessRule(metric, sides[0], threshold, table.counts)
+    threshold = getattr(table, side)
+    return None if metric is None or threshold is None else SuccessRule(metric, side, threshold, table.counts)
 
 
 def _apply_preset(raw, preset, problems):

@@ -42,6 +42,16 @@ def unknown_names(where: str, found: Iterable[str], allowed: frozenset[str] | No
     return [f"{where}: {n!r} is not {what}{hint(n, allowed)}" for n in dict.fromkeys(found) if n not in allowed]
 
 
+def one_of(given: dict[str, bool], path: str, problems: list[str]) -> str | None:
+    """The one key of `given` (alternative -> whether the table gives it) that is given; None, with a
+    problem at `path`, when none or several are."""
+    sides = [side for side, present in given.items() if present]
+    if len(sides) != 1:
+        problems.append(f"{path}: needs exactly one of {', '.join(given)}, got {sides or 'neither'}")
+        return None
+    return sides[0]
+
+
 def names_of(expression) -> set[str]:
     """The names an expression uses (none for a number or a missing value)."""
     return names_in(expression) if isinstance(expression, str) else set()
