@@ -208,8 +208,10 @@ def span(lo: float, hi: float) -> str:
 
 
 def table(headers: list[str], rows: list[list]) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    return "\n".join(lines + ["| " + " | ".join(sig(c) for c in row) + " |" for row in rows])
+    """A markdown table of the report's kind (jaxmem.report.text), numbers to 3 significant digits."""
+    from jaxmem.report.text import markdown_table
+
+    return markdown_table(headers, rows, sig)
 
 
 def matches(column: pd.Series, value: str) -> pd.Series:

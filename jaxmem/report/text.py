@@ -68,9 +68,9 @@ def spread(values, decimals: int | None = None) -> str:
 UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 
 
-def table_cell(value) -> str:
-    """`value` through `number`, its pipes escaped so that a name such as |L|* stays in one cell."""
-    return UNESCAPED_PIPE.sub(r"\|", number(value))
+def table_cell(value, written=number) -> str:
+    """`value` as `written` writes it, its pipes escaped so that a name such as |L|* stays in one cell."""
+    return UNESCAPED_PIPE.sub(r"\|", written(value))
 
 
 def row_cells(line: str) -> list[str]:
@@ -81,10 +81,10 @@ def row_cells(line: str) -> list[str]:
     return [cell.strip() for cell in UNESCAPED_PIPE.split(inner)]
 
 
-def markdown_table(headers: list[str], rows: list[list]) -> str:
-    """A GitHub-flavoured markdown table; cells go through `table_cell`."""
-    lines = ["| " + " | ".join(table_cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(table_cell(c) for c in row) + " |" for row in rows]
+def markdown_table(headers: list[str], rows: list[list], written=number) -> str:
+    """A GitHub-flavoured markdown table; cells go through `table_cell` (values as `written` writes them)."""
+    lines = ["| " + " | ".join(table_cell(h, written) for h in headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(table_cell(c, written) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
