@@ -20,7 +20,6 @@ from jaxmem.spec.tables import suggest
 from jaxmem.plan.buckets import ladder, padded_config, padding_waste
 from jaxmem.plan import throughput
 from jaxmem.plan.target import Target
-from jaxmem.plan.throughput import Rate
 from jaxmem.driver.progress import Progress
 from jaxmem.spec.sweep import SpecError, SweepSpec, is_file, parse, read_toml
 from jaxmem.persistence.store import FILENAME, Store, StoreError, load_results
@@ -200,7 +199,7 @@ def _totals(sweep, groups: dict, peak: int, over: int) -> list[str]:
     return lines
 
 
-def _rate(sweep, groups: dict) -> Rate:
+def _rate(sweep, groups: dict) -> throughput.Rate:
     """The device's throughput (jaxmem.plan.throughput) for the sweep's family at the size of its
     first round's costliest program."""
     sizes = [_padded_flops(sweep, bucket, sweep.exp.complete(runs[0].config)) for bucket, runs in groups.items()]
