@@ -1,4 +1,4 @@
-"""A written report's headline as data, for text generated from it (sweeps/numbers.py: the READMEs' numbers
+"""A written report's headline as data, for text generated from it (sweeps/readme_numbers.py: the READMEs' numbers
 and docs/gallery.md): which sweep and preset it is of and over which seeds, report.md's sections, and every
 verdict report.md states with its section. Read from the files `jaxmem report` wrote, never recomputed: a
 verdict is a line that jaxmem.report.partial.VERDICT marks, the pattern that flags verdicts on a partial
