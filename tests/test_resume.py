@@ -70,9 +70,10 @@ def test_kill_9_then_resume_gives_identical_results(tmp_path, uninterrupted):
     assert_same(out, uninterrupted)
 
 
-def terminate_midway(out, signals: int = 1) -> tuple[int, str]:
-    """Start the tiny sweep, SIGTERM it (`signals` times) once 8 runs are stored; return its exit code and output."""
-    process = jaxmem_cli("run", TINY_SPEC, "--out", out, "--quiet")
+def terminate_midway(out, *options: str, signals: int = 1) -> tuple[int, str]:
+    """Start the tiny sweep (with CLI `options`), SIGTERM it (`signals` times) once 8 runs are stored; return its
+    exit code and output."""
+    process = jaxmem_cli("run", TINY_SPEC, "--out", out, "--quiet", *options)
     wait_for_runs(out, 8, process)
     output = ""
     for sent in range(1, signals + 1):
@@ -83,13 +84,13 @@ def terminate_midway(out, signals: int = 1) -> tuple[int, str]:
     return process.returncode, output + rest
 
 
-def terminated_with_runs_in_flight(tmp_path, attempts: int = 8) -> Path:
-    """`terminate_midway(signals=2)` until its stop leaves runs in flight: a segment of the tiny sweep
-    (0.2 s) can finish every run of a round, and a SIGTERM that lands then has nothing to save (about
-    half the time on a 2-core CPU)."""
+def terminated_with_runs_in_flight(tmp_path, attempts: int = 4) -> Path:
+    """`terminate_midway(signals=2)` until its stop leaves runs in flight. The tiny sweep's own segments
+    (0.2 s) often finish every run of a round, so a SIGTERM then has nothing to save (0 of 6 stops left
+    runs in flight, measured); segments of 0.02 s (one evaluation block) end mid-round (6 of 6)."""
     for attempt in range(attempts):
         out = tmp_path / f"terminated{attempt}"
-        code, output = terminate_midway(out, signals=2)
+        code, output = terminate_midway(out, "--set", "engine.segment_seconds=0.02", signals=2)
         assert code == EXIT_TERMINATED, output
         assert output.count("SIGTERM received") == 2 and "rerun the same command to resume" in output
         if inflight(out / "checkpoints", set(jaxmem.load_results(out)["run_id"]))[0]:
