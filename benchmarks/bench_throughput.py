@@ -5,7 +5,13 @@ for this machine's device kind: FLOPs of one run's step (true sizes), slots, ach
 work over segment time), seconds per program step and seconds per compile (a cold compile of its
 program). Rows of other device kinds are kept.
 
+An accelerator's rows come from the device checks instead (`--from-device`): every saturated program of
+gpu_check.py (true sizes = the program's) and every 'highest'-precision paper bucket of
+paper_scale_check.py (its padded FLOPs: the work the planner estimates), at the device kind they name;
+gpu_check's floor case gives the device's least time of a program step (its 1-slot program).
+
     python benchmarks/bench_throughput.py [--slots 16] [--families assoc_memory,ntp_linear] [--steps-scale 0.25]
+    python benchmarks/bench_throughput.py --from-device RESULTS_gpu_throughput.jsonl RESULTS_paper_scale_gpu.jsonl
 """
 
 from __future__ import annotations
@@ -24,6 +30,9 @@ import common as C  # noqa: E402
 from jaxmem.engine import device_memory  # noqa: E402
 from jaxmem.experiments.registry import get as get_experiment  # noqa: E402
 from jaxmem.plan import throughput  # noqa: E402
+from jaxmem.spec.sweep import load  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def measure(family: S.Family, slots: int, steps_scale: float) -> dict:
@@ -43,13 +52,71 @@ def measure(family: S.Family, slots: int, steps_scale: float) -> dict:
     }
 
 
+def device_rows(jsonl: Path) -> tuple[dict, dict]:
+    """What one device check's records say of its device (kind, date, the step floor when measured) and its
+    throughput rows per family."""
+    import gpu_check as GC
+    import paper_scale_check as PC
+
+    records = [json.loads(line) for line in jsonl.read_text().splitlines() if line.strip()]
+    device, rows, floor = None, {}, None
+    for record in records[1:]:
+        result, case = record.get("result") or {}, record["case"]
+        device = result.get("device", device)
+        if case.startswith("saturation/") and GC.FULL.saturation_of(case).floor:
+            floor = min(r["step_s"] for r in result["rows"] if r["slots"] == 1)
+            continue
+        if case.startswith("saturation/"):
+            family = GC.FULL.saturation_of(case).experiment
+            entries = [_row(result["flops_per_step"], r["slots"], r["step_s"], r["compile_s"]) for r in result["rows"]]
+        elif case.startswith("bucket/") and result.get("precision") == "highest":
+            family = load(ROOT / PC.FULL.bucket(case).spec).experiment
+            entries = [_row(result["padded_flops_per_step"], result["slots"], result["step_s"], result["compile_s"])]
+        else:
+            continue
+        rows.setdefault(family, []).extend(entries)
+    date = datetime.datetime.fromtimestamp(records[0]["started"], datetime.timezone.utc).strftime("%Y-%m-%d")
+    if device is None or device["platform"] == "cpu":
+        raise SystemExit(f"{jsonl}: no case ran on an accelerator (a CPU's rows are measured by this script itself)")
+    machine = {"device": f"{device['kind']} ({device['platform']} x{device['count']})", "jax / jaxlib": device["jax"]}
+    meta = {"date": date, "machine": machine, "source": str(jsonl)}
+    return meta | ({"step_floor_seconds": floor} if floor else {}), rows
+
+
+def _row(flops_per_run_step: float, slots: int, step_s: float, compile_s: float) -> dict:
+    return {
+        "flops_per_run_step": flops_per_run_step,
+        "slots": slots,
+        "flops_per_second": flops_per_run_step * slots / step_s,
+        "step_seconds": step_s,
+        "compile_seconds": compile_s,
+    }
+
+
+def from_device(paths: list[Path], table: Path) -> None:
+    """The throughput rows of device checks' records, each device kind's rows replaced by theirs."""
+    measured, entries = json.loads(table.read_text()) if table.is_file() else {}, {}
+    for jsonl in paths:
+        meta, rows = device_rows(jsonl)
+        source, key = meta.pop("source"), meta["machine"]["device"].split(" (")[0]
+        entry = entries.setdefault(key, {"sources": [], "families": {}}) | meta
+        entries[key] = entry
+        entry["sources"].append(source)
+        for family, found in rows.items():
+            entry["families"].setdefault(family, []).extend(found)
+    table.write_text(json.dumps(measured | entries, indent=1, sort_keys=True) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--slots", type=int, default=16, help="runs in the one program (a GPU wants hundreds)")
     parser.add_argument("--families", default=",".join(n for n, f in S.FAMILIES.items() if f.steps))
     parser.add_argument("--steps-scale", type=float, default=0.25, help="a fraction of each family's steps")
     parser.add_argument("--table", default=str(throughput.TABLE))
+    parser.add_argument("--from-device", nargs="+", metavar="JSONL", help="rows from device checks' records")
     args = parser.parse_args()
+    if args.from_device:
+        return from_device([Path(p) for p in args.from_device], Path(args.table))
     import jax
 
     C.cold_compiles()

@@ -12,6 +12,8 @@ overall budget, in this order:
    slot a live run that never stops) at a saturating slot count, timed over whole segments: seconds per
    program step, useful FLOP/s (`flops_per_step` at the true sizes) and logits bytes/s (`LOGIT_PASSES`)
    against the peaks of 1.;
+   `saturation/assoc_memory-mlp-few` times the same program at 1 and 32 slots: the least time of a
+   program step (the planner's step floor, `bench_throughput.py --from-device`) and a part-filled program;
 3. `protocol/<grid>` and `jaxmem/<grid>`: the authors' protocol (seed 0) and jaxmem's default mode
    (5 seeds, the planner decides) on the Fig 1 grids of `bench_protocol.py`, linear then MLP.
 
@@ -78,6 +80,7 @@ class Saturation:
     eval_every: int  # as its sweep evaluates (the Fig 1 grids: steps // 128)
     slots: tuple[int, ...]
     acceptance_slots: int = 0  # > 0: the bandwidth acceptance case, judged at slot counts of at least this
+    floor: bool = False  # few slots: the least time of a program step (the 1-slot row), not throughput
 
     @property
     def case(self) -> str:
@@ -113,8 +116,10 @@ FULL = Mode(
     seeds=bp.SEEDS_DEFAULT,
     saturation=(
         Saturation("assoc_memory-mlp", "assoc_memory", {"model": "mlp", "d": 16, "m": 32, "N": 512}, 3e-2, 256,
-                   (256, 1024), acceptance_slots=256),
+                   (256,), acceptance_slots=256),  # (1024 slots: 4.45 against 4.36 µs per run and step, 28 Nov)
         Saturation("assoc_memory-linear", "assoc_memory", {"model": "linear", "d": 32, "N": 512}, 1.0, 32, (256,)),
+        Saturation("assoc_memory-mlp-few", "assoc_memory", {"model": "mlp", "d": 16, "m": 32, "N": 512}, 3e-2, 256,
+                   (1, 32), floor=True),  # the planner's step floor and the cost of a part-filled program
         Saturation(  # bench_suite.py's factual_recall workload
             "factual_recall", "factual_recall",
             {"S": 16, "R": 16, "D": 8, "T": 32, "d": 32, "d_h": 8, "H": 4, "m": 16, "batch": 256, "test_size": 512},
@@ -126,10 +131,11 @@ FULL = Mode(
     repeats=20,
     segment_s=1.5,
     budget_s=465.0,  # 7 min 45 s: the issue's 8 minutes, less the parent's own work
-    caps={  # expected on an H200: peaks ~10 s, saturation 20-60 s, the protocol 35 s and 76 s, jaxmem linear ~40 s
+    caps={  # measured on an H200 (28 Nov): peaks 18 s, saturation 18-27 s, protocol 76 s and 130 s, jaxmem linear 33 s
         "peaks": 60,
         "saturation": 60,
-        "saturation/assoc_memory-mlp": 90,  # 1024 slots: blocks of 256 steps may take seconds each
+        "saturation/assoc_memory-mlp": 60,
+        "saturation/assoc_memory-mlp-few": 40,  # two small programs: ~7 s of compile each
         "protocol/linear": 90,
         "jaxmem/linear": 90,
         "protocol/mlp": 150,
@@ -147,6 +153,8 @@ SMOKE = Mode(
         Saturation("assoc_memory-mlp", "assoc_memory", {"model": "mlp", "d": 8, "m": 16, "N": 64}, 3e-2, 16, (4, 8),
                    acceptance_slots=4),
         Saturation("assoc_memory-linear", "assoc_memory", {"model": "linear", "d": 8, "N": 64}, 1.0, 16, (4,)),
+        Saturation("assoc_memory-mlp-few", "assoc_memory", {"model": "mlp", "d": 8, "m": 16, "N": 64}, 3e-2, 16,
+                   (1, 2), floor=True),
     ),  # (factual_recall's program alone compiles for 13 s on a 2-core CPU)
     matmul_n=256,
     copy_floats=2**22,
@@ -222,6 +230,7 @@ def saturation_case(sat: Saturation, mode: Mode):
         "logit_shape": [rows, classes],
         "logit_bytes_per_step": logit_bytes_per_step(rows, classes),
         "acceptance_slots": sat.acceptance_slots,
+        "floor": sat.floor,
         "rows": [],
     }
     for slots in sat.slots:

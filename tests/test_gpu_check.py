@@ -1,6 +1,7 @@
 """The accelerator check's pure parts: its byte model, its acceptance verdicts and the report assembled
 from canned JSON records (no case is run, nothing is compiled)."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -137,3 +138,32 @@ def test_report_names_the_device_and_every_verdict():
 
 def test_a_smoke_report_says_so():
     assert "CPU SMOKE RUN" in G.markdown(canned("smoke"))
+
+
+def test_device_records_become_the_planners_throughput_rows(tmp_path):
+    """bench_throughput.py --from-device: saturated programs and 'highest' paper buckets become rows of the
+    device kind, the 1-slot program its step floor; rerunning it replaces them; other devices' rows stay."""
+    import bench_throughput as T
+    from jaxmem.plan import throughput
+    from jaxmem.plan.target import named
+
+    h200 = {"kind": "NVIDIA H200", "platform": "gpu", "count": 1, "jax": "0.11.2 / 0.11.2"}
+    bucket = {"padded_flops_per_step": 4e11, "slots": 1, "step_s": 0.01, "compile_s": 15.0, "device": h200}
+    records = [
+        {"case": "meta", "started": 1.8e9},
+        {"case": "saturation/assoc_memory-mlp", "result": {**saturation({256: 1e-3}), "device": h200}},
+        {"case": "saturation/assoc_memory-mlp-few", "result": {**saturation({1: 5e-5, 32: 2e-4}), "device": h200}},
+        {"case": "bucket/fig1_linear", "result": {**bucket, "precision": "highest"}},
+        {"case": "bucket/fig1_linear-tf32", "result": {**bucket, "precision": "tf32"}},
+    ]
+    jsonl, table = tmp_path / "check.jsonl", tmp_path / "throughput.json"
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in records))
+    table.write_text(json.dumps({"cpu (2 cores)": {"families": {}}}))
+    for _ in range(2):
+        T.from_device([jsonl], table)
+    measured = json.loads(table.read_text())
+    rows = measured["NVIDIA H200"]["families"]["assoc_memory"]
+    assert "cpu (2 cores)" in measured and measured["NVIDIA H200"]["step_floor_seconds"] == 5e-5
+    assert [(r["slots"], r["flops_per_second"]) for r in rows] == [(256, 2.8e7 * 256 / 1e-3), (1, 4e11 / 0.01)]
+    rate = throughput.rate(named("h200"), "assoc_memory", 2.8e7, measured)
+    assert (rate.step_seconds, rate.flops_per_second, rate.compile_seconds) == (5e-5, 2.8e7 * 256 / 1e-3, 9.0)

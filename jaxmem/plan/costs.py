@@ -3,11 +3,15 @@
 Stated, not measured by the planner (benchmarks measure them):
 - FLOPS_PER_SECOND: useful FLOP/s one device sustains on these small vmapped programs. A CPU core
   ~12.5 GFLOP/s (benchmarks/RESULTS.md: a 2-core CPU saturates at 25–31 GFLOP/s); a GPU or TPU 2e13.
-- COMPILE_SECONDS: one bucket's compile. A CPU 2–4 s; an H200 13–20 s at 250–700 slots
-  (benchmarks/RESULTS_protocol_gpu.md, 26 Nov).
+- COMPILE_SECONDS: one bucket's compile. A CPU 2–4 s; an H200 6.4–16.8 s for the saturated programs of
+  benchmarks/RESULTS_gpu_throughput.md (7.5–8.0 s in its Fig 1 sweeps), 15–28 s for paper-size buckets
+  (benchmarks/RESULTS_paper_scale_gpu.md).
 - STEP_SECONDS: the least time one step of a program takes, however little it computes: a while
-  loop's iteration and its kernel launches. A CPU ~20 µs; on an H200 the MLP grid's program step took
-  ≈ 6 ms at 250 slots where its arithmetic needs ≈ 0.4 ms: 1 ms is stated for accelerators.
+  loop's iteration and its kernel launches. A CPU ~20 µs. A GPU at most 0.32 ms: on an H200 the authors'
+  protocol ran one unbatched Fig 1 MLP run's steps, each a Python-dispatched jit call, at 388,352 steps
+  in 124.3 s, compiles included (RESULTS_gpu_throughput.md). (The 6 ms of 250 slots that once set 1 ms
+  here was measured on the H200 host's CPU, RESULTS_protocol_gpu.md.) A TPU: not measured, 1 ms.
+  A device's measured floor (jaxmem/plan/throughput.json) replaces these.
 - TARGET_FLOPS: work per step one device should hold before more slots stop paying off (on a small CPU
   one run of moderate size already fills the cores; DESIGN: "What the hardware says"); MAX_SLOTS caps it.
 """
@@ -20,7 +24,7 @@ import numpy as np
 
 FLOPS_PER_SECOND = {"cpu": 1.25e10, "gpu": 2e13, "tpu": 2e13}
 COMPILE_SECONDS = {"cpu": 3.0, "gpu": 15.0, "tpu": 15.0}
-STEP_SECONDS = {"cpu": 2e-5, "gpu": 1e-3, "tpu": 1e-3}
+STEP_SECONDS = {"cpu": 2e-5, "gpu": 3.2e-4, "tpu": 1e-3}
 TARGET_FLOPS = {"cpu": 4e6, "gpu": 2e10, "tpu": 2e10}
 MAX_SLOTS = {"cpu": 32, "gpu": 4096, "tpu": 4096}
 # What one compile costs, as the FLOPs the device would compute in the same time: a CPU bucket compiles

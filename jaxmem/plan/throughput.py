@@ -6,7 +6,8 @@ program, the achieved FLOP/s (useful work: true sizes), the seconds of one progr
 compile. An estimate
 reads the family's entry nearest in FLOPs per run-step (another family's where its own is missing), and
 the stated figures of jaxmem/plan/costs.py where the device was never measured; the least time of a
-program step stays the stated one (a saturated benchmark measures throughput, not that floor).
+program step is the device's measured `step_floor_seconds` (a 1-slot program: benchmarks/gpu_check.py)
+where there is one, else the stated one (a saturated benchmark measures throughput, not that floor).
 """
 
 from __future__ import annotations
@@ -62,4 +63,5 @@ def rate(target: Target, family: str, flops_per_run: float, measured: dict | Non
     nearest = min(entries, key=lambda e: abs(math.log(e["flops_per_run_step"] / size)))
     source = f"measured on {device_key(target)}, {device.get('date', '?')}"
     compile_seconds = nearest.get("compile_seconds", stated.compile_seconds)
-    return Rate(nearest["flops_per_second"], stated.step_seconds, compile_seconds, source)
+    floor = device.get("step_floor_seconds", stated.step_seconds)
+    return Rate(nearest["flops_per_second"], floor, compile_seconds, source)
