@@ -149,6 +149,18 @@ def test_merging_shards_is_idempotent_and_refuses_another_sweep(tmp_path):
     store.close()
 
 
+def test_merging_shards_into_a_full_store_says_so_and_keeps_both(tmp_path):
+    """Was: sqlite3.OperationalError 'database or disk is full' (here from max_page_count) out of the merge."""
+    make_shard(tmp_path, 0, [f"r{i}" for i in range(200)])
+    store = Store(tmp_path)
+    store.set_meta({"fingerprint": "f"})
+    store.db.execute(f"PRAGMA max_page_count = {store.db.execute('PRAGMA page_count').fetchone()[0]}")
+    with pytest.raises(StoreError, match=f"^no space left on {tmp_path} "):
+        merge_shards(store, tmp_path, remove=True)
+    assert len(store.table("runs")) == 0 and (shard_dir(tmp_path, 0) / "results.sqlite").is_file()
+    store.close()
+
+
 # -- process-local checkpoints ---------------------------------------------------------------------------
 def test_local_checkpoints_round_trip_keep_two_and_skip_a_damaged_one(tmp_path):
     sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0])

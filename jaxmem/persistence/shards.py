@@ -15,7 +15,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from jaxmem.persistence.store import CHECKED, FILENAME, Store, StoreError
+from jaxmem.persistence.store import CHECKED, FILENAME, Store, StoreError, disk_error
 
 SHARDS = "shards"
 _KEYED = ("runs", "searches", "trajectories", "final_eval")  # rows keyed by ids; meta is the folder's own
@@ -54,23 +54,30 @@ def merge_shards(store: Store, out_dir: Path, remove: bool = False) -> int:
 
 
 def _merge_one(store: Store, path: Path) -> int:
+    """The shard's rows in one transaction: all or none (a full disk: StoreError, both stores kept)."""
     db = store.db
     before = db.execute("SELECT count(*) FROM runs").fetchone()[0]
     db.execute("ATTACH DATABASE ? AS shard", (str(path),))
     try:
-        with db:
-            for table in _KEYED:
-                names = ", ".join(CHECKED[table])
-                db.execute(f"INSERT OR IGNORE INTO main.{table} ({names}) SELECT {names} FROM shard.{table}")
-            names = ", ".join(CHECKED["compiles"])
-            same = " AND ".join(f"c.{c} IS s.{c}" for c in CHECKED["compiles"])
-            db.execute(
-                f"INSERT INTO main.compiles ({names}) SELECT {names} FROM shard.compiles AS s "
-                f"WHERE NOT EXISTS (SELECT 1 FROM main.compiles AS c WHERE {same})"
-            )
+        _insert_shard_rows(db)
+    except sqlite3.OperationalError as err:
+        raise disk_error(store.path, err) from None
     finally:
         db.execute("DETACH DATABASE shard")
     return db.execute("SELECT count(*) FROM runs").fetchone()[0] - before
+
+
+def _insert_shard_rows(db: sqlite3.Connection) -> None:
+    with db:
+        for table in _KEYED:
+            names = ", ".join(CHECKED[table])
+            db.execute(f"INSERT OR IGNORE INTO main.{table} ({names}) SELECT {names} FROM shard.{table}")
+        names = ", ".join(CHECKED["compiles"])
+        same = " AND ".join(f"c.{c} IS s.{c}" for c in CHECKED["compiles"])
+        db.execute(
+            f"INSERT INTO main.compiles ({names}) SELECT {names} FROM shard.compiles AS s "
+            f"WHERE NOT EXISTS (SELECT 1 FROM main.compiles AS c WHERE {same})"
+        )
 
 
 def _remove_empty(directory: Path) -> None:
