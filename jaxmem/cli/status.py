@@ -13,7 +13,7 @@ from pathlib import Path
 from jaxmem.cli.paths import shipped_matches
 from jaxmem.persistence.lock import lock_state, read_lease
 from jaxmem.persistence.progress import Found, finished, inflight, stored_progress
-from jaxmem.persistence.store import FILENAME, Store, elapsed
+from jaxmem.persistence.store import FILENAME, Store, elapsed, full, no_space
 
 ORIGIN = "origin"  # meta key: how `jaxmem run` was given the sweep (jaxmem.cli.views.origin), kept as it claims it
 
@@ -54,7 +54,8 @@ def iso(stamp: float | None) -> str:
 
 
 def status(out: Path) -> str:
-    """Progress of the sweep in `out`, read without writing anything (the folder may be read-only)."""
+    """Progress of the sweep in `out`, read without writing anything (the folder may be read-only, its disk
+    full: then a warning says so)."""
     store = Store(holds_results(out), write=False)
     try:
         meta, runs, searches = store.meta(), store.finished_runs(), store.finished_searches()
@@ -79,4 +80,6 @@ def status(out: Path) -> str:
         lines.append(f"{found.inflight_text()}; resume with `{resume_command(meta, out)}`")
     elif held:
         lines.append(found.inflight_text())
+    if full(out, None):  # read-only, status still answers; what writes there will not
+        lines.append(f"warning: {no_space(out, 'a run or report there stops at its first write (exit 4)')}")
     return "\n".join(lines)

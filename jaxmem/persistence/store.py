@@ -336,12 +336,13 @@ def connect(path: Path, write: bool) -> sqlite3.Connection:
     """A connection to a results file. One that reads writes no rows (`query_only`). In a folder this
     process may write it is an ordinary connection: as the last connection to a file, it moves the rows
     a killed run left in the -wal file into the file and removes the -wal and -shm files on closing.
-    Elsewhere it is read-only (`mode=ro`), or `immutable` where the folder cannot hold the -shm file
-    SQLite needs and no -wal file holds rows not yet in the file (else the error is raised)."""
+    Elsewhere, and on a full disk, it is read-only (`mode=ro`), or `immutable` where the folder cannot
+    hold the -shm file SQLite needs and no -wal file holds rows not yet in the file (else the error is
+    raised)."""
     if write:
         return sqlite3.connect(path, timeout=30)
     uri = f"file:{quote(str(path.absolute()))}"
-    if unwritable(path) is None:
+    if unwritable(path) is None and not full(path.parent, None):
         db = sqlite3.connect(f"{uri}?mode=rw", uri=True, timeout=30)
         db.execute("PRAGMA query_only = 1")
         return db
