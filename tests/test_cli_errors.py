@@ -3,6 +3,7 @@
 import os
 import re
 import socket
+import sys
 from pathlib import Path
 
 import jax.monitoring
@@ -295,3 +296,18 @@ def test_an_empty_out_exits_2_instead_of_using_the_default_folder(tmp_path, tiny
     code, _, err = call(capsys, "status", "")
     assert code == 2 and "the name is empty" in err
     assert not (tmp_path / "results").exists()
+
+
+def test_library_log_lines_keep_their_exceptions_last_line_not_the_traceback():
+    """Was: orbax's writer threads printed two 40-line tracebacks on a full disk before jaxmem's one-line error."""
+    import logging
+
+    from jaxmem.cli.main import BriefLog
+
+    try:
+        raise OSError(28, "No space left on device")
+    except OSError:
+        record = logging.LogRecord("orbax", logging.ERROR, __file__, 1, "save thread failed", None, sys.exc_info())
+    line = BriefLog("[jaxmem] %(message)s").format(record)
+    assert line == "[jaxmem] save thread failed\n  OSError: [Errno 28] No space left on device"
+    assert "Traceback" in logging.Formatter().format(record)  # --debug: whole

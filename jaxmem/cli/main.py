@@ -19,7 +19,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(run_options=not argv or argv[0] not in LIGHT)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="[jaxmem] %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter((logging.Formatter if getattr(args, "debug", False) else BriefLog)("[jaxmem] %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
     try:
         return COMMANDS[args.command](args)
     except BrokenPipeError:  # output piped into `head` and the like
@@ -33,6 +35,21 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"jaxmem: error: {message(err)}", file=sys.stderr)
         return code
+
+
+class BriefLog(logging.Formatter):
+    """Log lines without the tracebacks libraries attach (orbax's writer threads on a full disk, say): the
+    exception's last line only; --debug shows them whole. The record keeps no brief text for other handlers."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        cached, record.exc_text = record.exc_text, None
+        try:
+            return super().format(record)
+        finally:
+            record.exc_text = cached
+
+    def formatException(self, exc_info) -> str:
+        return "  " + traceback.format_exception_only(exc_info[1])[-1].strip()
 
 
 def build_parser(run_options: bool = True) -> argparse.ArgumentParser:
