@@ -4,6 +4,7 @@ compile time."""
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 from jaxmem.plan import search as searching
@@ -40,8 +41,8 @@ def probed(spec, bracket: searching.Bracket, succeeds: Callable[[int], bool]) ->
 def worst_probes(spec, bracket: searching.Bracket, cost: Callable[[int], float]) -> list[int]:
     """The probes of the costliest search over monotone outcomes whose answer lies in the initial
     bracket (success up to a threshold t, lo - 1 <= t <= hi): one search's work when its bracket does
-    not expand (each expansion doubles the bracket and adds rounds)."""
-    top = bracket.hi
+    not expand (each expansion doubles the bracket and adds rounds). `cost` is asked once per value."""
+    cost, top = functools.cache(cost), bracket.hi
     ladder = {bracket.lo - 1, top} | {
         round(bracket.lo * (top / bracket.lo) ** (i / THRESHOLDS)) for i in range(THRESHOLDS)
     }
