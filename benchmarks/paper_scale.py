@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import io
 import json
+import math
 import re
 import sys
 import time
@@ -68,6 +69,17 @@ def measured_in_stores(folder: Path) -> dict:
     return found
 
 
+def rate_sources() -> str:
+    """Where each column's throughput comes from: measured (jaxmem/plan/throughput.json) or stated."""
+    import jax
+
+    from jaxmem.engine.device_memory import target_of
+    from jaxmem.plan import throughput
+
+    targets = {label: named(kind) if kind else target_of(jax.devices()) for label, kind in TARGETS.items()}
+    return "; ".join(f"{label}: {throughput.rate(t, '', math.nan).source}" for label, t in targets.items())
+
+
 def cell(estimate: dict) -> str:
     if "time" not in estimate:
         return estimate.get("note", "—")
@@ -107,7 +119,8 @@ def main() -> None:
         "FLOPs (padded sizes, every run to its step budget, no search expanding its bracket) at the device's measured "
         "throughput (jaxmem/plan/throughput.json) or, where it was never measured, its stated one "
         "(jaxmem/plan/costs.py), plus the compiles. Measured: a run to the end on one device call (on this machine: "
-        "the wall time its report states, taken while other jobs shared the CPU, so an upper bound).",
+        "the wall time its report states, taken while other jobs shared the CPU, so an upper bound). "
+        f"Throughput: {rate_sources()}.",
         "",
         *C.md_table(["preset", "runs:", "FLOPs:", *(f"{k}:" for k in TARGETS), "measured"], rows),
     ]
