@@ -2,7 +2,10 @@
 
 Stated, not measured by the planner (benchmarks measure them):
 - FLOPS_PER_SECOND: useful FLOP/s one device sustains on these small vmapped programs. A CPU core
-  ~12.5 GFLOP/s (benchmarks/RESULTS.md: a 2-core CPU saturates at 25–31 GFLOP/s); a GPU or TPU 2e13.
+  ~12.5 GFLOP/s (benchmarks/RESULTS.md: a 2-core CPU saturates at 25–31 GFLOP/s). A GPU 7e12: an H200
+  sustained 4.5–11.5 TFLOP/s on the saturated small programs of benchmarks/RESULTS_gpu_throughput.md
+  (they are bound by memory bandwidth, which an H100 has 0.7× of) and 36–44 on paper-size buckets. A TPU:
+  not measured, 2e13.
 - COMPILE_SECONDS: one bucket's compile. A CPU 2–4 s; an H200 6.4–16.8 s for the saturated programs of
   benchmarks/RESULTS_gpu_throughput.md (7.5–8.0 s in its Fig 1 sweeps), 15–28 s for paper-size buckets
   (benchmarks/RESULTS_paper_scale_gpu.md).
@@ -22,14 +25,14 @@ import math
 
 import numpy as np
 
-FLOPS_PER_SECOND = {"cpu": 1.25e10, "gpu": 2e13, "tpu": 2e13}
+FLOPS_PER_SECOND = {"cpu": 1.25e10, "gpu": 7e12, "tpu": 2e13}
 COMPILE_SECONDS = {"cpu": 3.0, "gpu": 15.0, "tpu": 15.0}
 STEP_SECONDS = {"cpu": 2e-5, "gpu": 3.2e-4, "tpu": 1e-3}
 TARGET_FLOPS = {"cpu": 4e6, "gpu": 2e10, "tpu": 2e10}
 MAX_SLOTS = {"cpu": 32, "gpu": 4096, "tpu": 4096}
 # What one compile costs, as the FLOPs the device would compute in the same time: a CPU bucket compiles
 # in 2–4 s and trains at 10–40 GFLOP/s; an accelerator's, COMPILE_SECONDS × FLOPS_PER_SECOND.
-COMPILE_FLOPS = {"cpu": 5e10, "gpu": 3e14, "tpu": 3e14}
+COMPILE_FLOPS = {"cpu": 5e10, "gpu": 1e14, "tpu": 3e14}
 ACCELERATORS = ("gpu", "tpu")
 
 
