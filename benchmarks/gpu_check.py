@@ -372,9 +372,10 @@ def case_cap(case: str, mode: Mode) -> float:
 
 
 def run_all(mode: Mode, cases: list[str], out: Path, jsonl: Path, budget: float, core: int | None,
-            cap=None, render=None, script: Path | None = None) -> list[dict]:
+            cap=None, render=None, script: Path | None = None, reused: dict | None = None) -> list[dict]:
     """Every case in order, each under min(its cap, the time left); the files rewritten after each.
-    `cap`, `render`, `script`: another check's case caps, report and child script (default: this one's)."""
+    `cap`, `render`, `script`: another check's case caps, report and child script (default: this one's);
+    `reused`: finished records of an earlier invocation on this device, taken instead of running them."""
     cap, render = cap or case_cap, render or markdown
     started = time.time()
     records = [{"case": "meta", "mode": mode.name, "started": started, "budget_s": budget, "core": core,
@@ -385,7 +386,9 @@ def run_all(mode: Mode, cases: list[str], out: Path, jsonl: Path, budget: float,
     with open(out.with_suffix(".log"), "w") as log:
         for case in cases:
             left = deadline - time.perf_counter()
-            if left < MIN_CASE_S:
+            if case in (reused or {}):
+                record = {**reused[case], "status_detail": "reused: " + reused[case].get("status_detail", "earlier")}
+            elif left < MIN_CASE_S:
                 record = {"case": case, "status": "skipped", "status_detail": f"{left:.0f} s of the budget left"}
             else:
                 _say(f"{case} (timeout {min(cap(case, mode), left):.0f} s) ...")
@@ -730,6 +733,8 @@ def cli(check: Check) -> None:
     parser.add_argument("--budget", type=float, default=None, help="seconds for all cases (default: the mode's)")
     parser.add_argument("--core", type=int, default=None, help="pin every case to this core (default: no pinning)")
     parser.add_argument("--render", default=None, help="rewrite --out from the .jsonl of an earlier invocation")
+    parser.add_argument("--reuse", default=None, help="a .jsonl of this device whose finished cases are taken as "
+                        "they are (gpu_check's peaks for paper_scale_check, say)")
     args = parser.parse_args()
     mode = check.modes["smoke"] if args.smoke else check.modes[args.mode]
     if args.child:
@@ -744,8 +749,12 @@ def cli(check: Check) -> None:
     if unknown:
         raise SystemExit(f"unknown cases {sorted(unknown)}; known: {', '.join(known)}")
     cases = known if args.cases is None else [c for c in known if c in args.cases.split(",")]
+    reused = {}
+    for record in read_records(Path(args.reuse))[1:] if args.reuse else []:
+        if record["status"] == "ok":
+            reused[record["case"]] = {**record, "status_detail": f"from {Path(args.reuse).name}"}
     run_all(mode, cases, out, out.with_suffix(".jsonl"), args.budget or mode.budget_s, args.core,
-            cap=check.cap, render=check.markdown, script=check.script)
+            cap=check.cap, render=check.markdown, script=check.script, reused=reused)
     print(f"wrote {out} and {out.with_suffix('.jsonl')}")
 
 

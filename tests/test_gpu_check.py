@@ -167,3 +167,15 @@ def test_device_records_become_the_planners_throughput_rows(tmp_path):
     assert [(r["slots"], r["flops_per_second"]) for r in rows] == [(256, 2.8e7 * 256 / 1e-3), (1, 4e11 / 0.01)]
     rate = throughput.rate(named("h200"), "assoc_memory", 2.8e7, measured)
     assert (rate.step_seconds, rate.flops_per_second, rate.compile_seconds) == (5e-5, 2.8e7 * 256 / 1e-3, 9.0)
+
+
+def test_a_reused_case_is_taken_from_the_earlier_records_not_run(tmp_path):
+    """--reuse: paper_scale_check takes gpu_check's peaks of the same call instead of measuring them again."""
+    peaks = {"case": "peaks", "status": "ok", "process_s": 18.0, "status_detail": "from RESULTS_gpu_throughput.jsonl",
+             "result": {"matmul_n": 8192, "matmul_flops": 3.8e14, "matmul_flops_highest": 5.1e13, "copy_mib": 256.0,
+                        "copy_bytes_per_s": COPY, "repeats": 20, "wall_s": 12.0, "device": {"kind": "NVIDIA H200",
+                        "platform": "gpu", "count": 1, "jax": "0.11.2 / 0.11.2", "python": "3.12.3"}}}
+    out = tmp_path / "check.md"
+    records = G.run_all(G.SMOKE, ["peaks"], out, out.with_suffix(".jsonl"), 1.0, None, reused={"peaks": peaks})
+    assert records[1]["result"] == peaks["result"] and records[1]["status_detail"].startswith("reused: from RESULTS")
+    assert "| peaks | gpu (NVIDIA H200) | ok | 18.0 |" in out.read_text()
