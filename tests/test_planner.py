@@ -141,8 +141,8 @@ def test_estimates_use_the_measured_throughput_of_the_device_kind():
 
 
 def test_estimates_use_the_measured_compile_time_where_there_is_one():
-    """A row with its compile seconds gives them to the estimate; an older row without, the stated ones."""
-    from jaxmem.cli.estimate import seconds
+    """A row with its compile seconds gives them to the estimates (planner.programs_seconds reads the rate's);
+    an older row without, the stated ones."""
     from jaxmem.plan.throughput import rate
 
     row = {"flops_per_run_step": 1e6, "flops_per_second": 1e9, "step_seconds": 1e-3, "slots": 16}
@@ -151,4 +151,3 @@ def test_estimates_use_the_measured_compile_time_where_there_is_one():
     two_cores = Target("cpu", 1, "cpu", 2**30, cores=2)
     heavy, light = rate(two_cores, "assoc_memory", 1e8, measured), rate(two_cores, "assoc_memory", 1e6, measured)
     assert heavy.compile_seconds == 40.0 and light.compile_seconds == 3.0  # costs.COMPILE_SECONDS["cpu"]
-    assert seconds(2e9, 3, heavy, devices=2) == 1.0 + 3 * 40.0

@@ -1,6 +1,6 @@
-"""What a sweep will cost, for `jaxmem run --dry-run`: the most probes a threshold search can make, and
-the time a number of FLOPs and compiles takes at a device kind's measured (else stated) throughput and
-compile time."""
+"""What a sweep will cost, for `jaxmem run --dry-run`: the most probes a threshold search can make, a
+duration in words, and whether the sweep suits the machine (the times are the planner's model:
+jaxmem.plan.planner.programs_seconds)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,9 @@ import functools
 from typing import Callable
 
 from jaxmem.plan import search as searching
-from jaxmem.plan.throughput import Rate
 
 SIZED_HOURS = 2.0  # a preset estimated to take longer is not sized for this machine
 THRESHOLDS = 48  # success thresholds tried when bounding a search's probes
-
-
-def seconds(flops: float, compiles: int, rate: Rate, devices: int) -> float:
-    """Seconds of `flops` on `devices` devices of one kind at `rate`, and `compiles` compiles."""
-    return flops / (rate.flops_per_second * devices) + compiles * rate.compile_seconds
 
 
 def duration(secs: float) -> str:

@@ -19,6 +19,7 @@ from jaxmem.spec.expr import evaluate
 from jaxmem.spec.tables import suggest
 from jaxmem.plan.buckets import ladder, padded_config, padding_waste
 from jaxmem.plan import throughput
+from jaxmem.plan.planner import programs_seconds
 from jaxmem.plan.target import Target
 from jaxmem.driver.progress import Progress
 from jaxmem.spec.sweep import SpecError, SweepSpec, is_file, parse, read_toml
@@ -171,26 +172,30 @@ def _run_flops(sweep, run) -> float:
 
 
 def _totals(sweep, groups: dict, peak: int, over: int) -> list[str]:
-    """The totals of the first round and, for a search, the bound over the sweep; the time they take
-    at the stated throughput; whether the sweep suits this machine."""
+    """The totals of the first round and, for a search, the bound over the sweep; the time the planner's
+    model gives them (planner.programs_seconds); whether the sweep suits this machine."""
     platform, n = sweep.target.platform, sweep.target.count
     first = sum(_run_flops(sweep, r) for r in sweep.pending.values())
     rate = _rate(sweep, groups)
+    buckets = {bucket: (len(runs), sweep.exp.complete(runs[0].config)) for bucket, runs in groups.items()}
+    device_s, compile_s = programs_seconds(sweep.spec, sweep.exp, sweep.layout, sweep.target, buckets)
+    secs = device_s + compile_s
     lines = [
-        "totals (FLOPs at most: padded sizes, every run to its step budget; early stops use fewer), timed at "
-        f"{rate.flops_per_second * n:.3g} FLOP/s for {n} {platform} device(s) and {rate.compile_seconds:.3g} s per "
-        f"compile, {rate.source}:",
+        "totals (FLOPs at most: padded sizes, every run to its step budget; early stops use fewer), timed as the "
+        f"planner does: each program step at its family's rate ({rate.flops_per_second * n:.3g} FLOP/s for {n} "
+        f"{platform} device(s) at the costliest program) and at least {rate.step_seconds * 1e3:.2g} ms, "
+        f"{rate.compile_seconds:.3g} s per compile, {rate.source}:",
         f"  first round: {len(sweep.pending)} runs, {first:.2e} FLOPs, {len(groups)} compiles: "
-        f"{estimate.duration(estimate.seconds(first, len(groups), rate, n))}",
+        f"{estimate.duration(secs)}",
     ]
-    secs = estimate.seconds(first, len(groups), rate, n)
     if sweep.spec.search is not None:
         runs, flops = _search_bound(sweep)
         bound = _compile_bound(sweep)
-        secs = estimate.seconds(flops, bound if isinstance(bound, int) else len(groups), rate, n)
+        compiles = bound if isinstance(bound, int) else len(groups)
+        secs = sweep.plan.estimate.rounds * device_s + compile_s * compiles / max(len(groups), 1)
         lines.append(
             f"  whole sweep, if no search expands its bracket: at most {runs} runs, {flops:.2e} FLOPs, {bound} "
-            f"compiles: {estimate.duration(secs)}"
+            f"compiles, {sweep.plan.estimate.rounds} rounds of the first round's programs: {estimate.duration(secs)}"
         )
     lines += [
         f"  peak memory per device: {estimate.gib(peak)} (the largest bucket's)",

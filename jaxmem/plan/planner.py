@@ -132,13 +132,21 @@ def estimate(spec: SweepSpec, exp: Experiment, knobs: Knobs, target: Target) -> 
             bucket = layout.bucket_for(config)
             runs, _ = buckets.get(bucket, (0, config))
             buckets[bucket] = (runs + runs_per_config, config)
+    seconds, compile_s = programs_seconds(spec, exp, layout, target, buckets)
+    return Estimate(len(buckets), rounds, seconds, compile_s + rounds * seconds)
+
+
+def programs_seconds(spec: SweepSpec, exp: Experiment, layout: Layout, target: Target, buckets: dict):
+    """(device seconds, compile seconds) of `buckets` ({bucket: (runs, a run's config)}): every run to the
+    step budget, in waves of the bucket's slots, each program step at its family's measured (else stated)
+    rate and at least the device's step floor; one compile per bucket."""
     seconds, compile_s = 0.0, 0.0
     for bucket, (runs, config) in buckets.items():
         slots, flops = layout.slots_for(bucket, config), layout.padded_flops(bucket, config)
         rate = throughput.rate(target, exp.name, flops)
         seconds += math.ceil(runs / slots) * spec.train.steps * rate.seconds(slots // target.count, flops)
         compile_s += rate.compile_seconds
-    return Estimate(len(buckets), rounds, seconds, compile_s + rounds * seconds)
+    return seconds, compile_s
 
 
 def first_round(spec: SweepSpec, exp: Experiment, layout: Layout, point: dict) -> tuple[list, int]:
