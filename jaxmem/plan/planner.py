@@ -3,13 +3,15 @@ length) chosen from the device kind and count, the sweep's size and the stated c
 jaxmem/plan/costs.py. Settings the spec gives itself are kept (overrides).
 
 - On a CPU: the spec's settings (their defaults where it gives none), as before the planner.
-- On an accelerator a program step costs about the same whatever it computes up to a point
-  (`costs.step_seconds`), and a compile costs 15 s: the planner compares the spec's padding ladders
-  with "few programs" (every size that varies over the grid padded to its largest value, every probe
-  of a search to at least its point's initial upper bound), and for each the number of probes per
-  round K, by the estimated time of the searches: compiles × their cost + rounds × the time of one
-  round (`estimate`), and takes the fastest. More probes per round mean fewer rounds (a (K+1)-ary
-  search) and, while the slots are free, no slower rounds.
+- On an accelerator a program step costs its work at the device's measured (else stated) rate, and at
+  least the device's step floor however little it computes; a compile costs its measured (else stated)
+  seconds (jaxmem.plan.throughput). The planner compares the spec's padding ladders with "few programs"
+  (every size that varies over the grid padded to its largest value, every probe of a search to at
+  least its point's initial upper bound), and for each the number of probes per round K, by the
+  estimated time of the searches: compiles + rounds × the time of one round (`estimate`), and takes the
+  fastest. More probes per round mean fewer rounds (a (K+1)-ary search) and, while the step costs its
+  floor, no slower rounds; once the slots' work exceeds the floor, each probe lengthens every round
+  (on an H200 the Fig 1 grids' programs are there: benchmarks/README.md).
 - A folder keeps the plan of its first run (`pinned`): a resumed search replays its rounds with the
   probes they were planned with, and its runs keep their padding (float rounding), on any device.
 """
