@@ -28,7 +28,7 @@ from jaxmem.plan.target import named  # noqa: E402
 from jaxmem.spec.sweep import load, read_toml  # noqa: E402
 
 TARGETS = {"H100": "h100", "H200": "h200", "this machine": None}
-WHOLE = re.compile(r"whole sweep.*?at most (\d+) runs, (\S+) FLOPs, (\S+) compiles: (.+)$", re.M)
+WHOLE = re.compile(r"whole sweep.*?at most (\d+) runs, (\S+) FLOPs, (\S+) compiles[^:]*: (.+)$", re.M)
 FIRST = re.compile(r"first round: (\d+) runs, (\S+) FLOPs, (\d+) compiles: (.+)$", re.M)
 WALL = re.compile(r"Total wall time: ([\d.]+) s")
 COMPILE = re.compile(r"compile_time_s: ([\d.]+)")
@@ -116,9 +116,10 @@ def main() -> None:
         f"`python benchmarks/paper_scale.py`, {time.strftime('%Y-%m-%d %H:%M %Z')}, "
         f"{time.perf_counter() - start:.0f} s. "
         "Each estimate is `jaxmem run SWEEP --preset paper --dry-run [--plan-for KIND]`: at most this many runs and "
-        "FLOPs (padded sizes, every run to its step budget, no search expanding its bracket) at the device's measured "
-        "throughput (jaxmem/plan/throughput.json) or, where it was never measured, its stated one "
-        "(jaxmem/plan/costs.py), plus the compiles. Measured: a run to the end on one device call (on this machine: "
+        "FLOPs (padded sizes, every run to its step budget, no search expanding its bracket), timed by the planner's "
+        "model: each program step at the device's measured throughput (jaxmem/plan/throughput.json) or, where it "
+        "was never measured, its stated one (jaxmem/plan/costs.py), and at least its step floor, plus the compiles. "
+        "Measured: a run to the end on one device call (on this machine: "
         "the wall time its report states, taken while other jobs shared the CPU, so an upper bound). "
         f"Throughput: {rate_sources()}.",
         "",

@@ -116,3 +116,17 @@ def test_the_full_check_fits_the_call_and_its_points_lie_in_their_search_ranges(
         config = {**point, "m": point["m_over_d"] * point["d"]} if "m_over_d" in point else point
         assert evaluate(spec.search.lo, config) <= b.N <= evaluate(spec.search.hi, config)
     assert P.FULL.bucket("bucket/fig1_mlp").N == 90 * 720  # the search's upper end: the preset's largest bucket
+
+
+def test_paper_scale_reads_the_whole_sweep_bound_of_the_dry_run():
+    """benchmarks/paper_scale.py's table reads the dry-run's whole-sweep line (was: it fell back to the first
+    round's when that line's wording changed)."""
+    import paper_scale
+
+    from helpers import TINY_SPEC
+    from jaxmem.cli.views import dry_run
+    from jaxmem.spec.sweep import load
+
+    text = dry_run(load(TINY_SPEC))
+    whole = paper_scale.WHOLE.search(text)
+    assert whole and int(whole.group(1)) > int(paper_scale.FIRST.search(text).group(1))
