@@ -151,3 +151,22 @@ def test_estimates_use_the_measured_compile_time_where_there_is_one():
     two_cores = Target("cpu", 1, "cpu", 2**30, cores=2)
     heavy, light = rate(two_cores, "assoc_memory", 1e8, measured), rate(two_cores, "assoc_memory", 1e6, measured)
     assert heavy.compile_seconds == 40.0 and light.compile_seconds == 3.0  # costs.COMPILE_SECONDS["cpu"]
+
+
+def test_an_accelerator_pads_no_size_of_a_run_that_holds_its_program_alone():
+    """The Fig 1 MLP paper point d = 90, m = 720 at N = 64,800: one run per program padded or not, so on an
+    accelerator its bucket is its own sizes (was d 128, m 1024, N 65,536: 1.47x the work); a CPU keeps the
+    spec's ladders, and a small probe, whose own sizes would share a program with others, keeps the padding."""
+    from jaxmem.plan.layout import Layout
+    from jaxmem.spec.sweep import load
+
+    spec = load(ROOT / "sweeps" / "nichani24" / "fig1_mlp.toml", "paper")
+    exp = get(spec.experiment)
+    point = next(p for p in spec.points if exp.complete(p)["d"] == 90 and exp.complete(p)["m"] == 720)
+    sizes = ("d", "m", "N")
+    for target in (named("h200"), CPU):
+        layout = Layout(spec, exp, plan(spec, exp, target).knobs, target.platform, 1, 0.8 * target.memory_bytes)
+        big, small = layout.bucket_for({**point, "N": 64800}), layout.bucket_for({**point, "N": 100})
+        own = [big.shape_dict[k] for k in sizes] == [90, 720, 64800]
+        assert own == (target.platform == "gpu"), (target, big.shape_dict)
+        assert small.shape_dict["N"] > 100

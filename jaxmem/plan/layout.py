@@ -10,7 +10,7 @@ import math
 
 from jaxmem.experiments.interface import Experiment
 from jaxmem.plan.buckets import Bucket, bucket_of, padded_config, padder
-from jaxmem.plan.costs import padding_pays, slots_per_device
+from jaxmem.plan.costs import ACCELERATORS, padding_pays, slots_per_device
 from jaxmem.plan.loss_blocks import choose_loss_block
 from jaxmem.spec.expr import evaluate
 from jaxmem.spec.sweep import SweepSpec
@@ -69,9 +69,11 @@ class Layout:
         self.derived_floors = {  # a derived size's floor applies to the resolved config (static_shape)
             name: max(exp.effective(p)[name] for p in spec.points) for name in knobs.pad_to_max if name not in fields
         }
-        for name, values in spec.final_eval:  # a test-time size is padded to hold its largest value
-            if exp.fields[name].kind == "size":
-                self.size_floors[name] = max(self.size_floors.get(name, 0), *values)
+        self.eval_floors = {  # a test-time size is padded to hold its largest value
+            name: max(values) for name, values in spec.final_eval if exp.fields[name].kind == "size"
+        }
+        for name, floor in self.eval_floors.items():
+            self.size_floors[name] = max(self.size_floors.get(name, 0), floor)
         self._live: dict[str, int] = {}
 
     def runs_per_round(self) -> int:
@@ -91,13 +93,31 @@ class Layout:
         value in the sweep (a derived size's, after the experiment resolves the config), so points
         differing only in them share a program. A searched size is not padded at all where its bucket
         would hold one run at a time and the padding would cost more work over the step budget than
-        a compile (`costs.padding_pays`)."""
+        a compile (`costs.padding_pays`). On an accelerator, where a program holds one run per device
+        padded and unpadded alike (runs of paper size), no size is padded unless that padding costs less
+        than a compile: runs that never share a step gain nothing else from it (the Fig 1 MLP paper
+        bucket was padded 1.47×). (Runs that would share an unpadded program keep the padding: thousands
+        of small programs would each hold device memory and a compile.)"""
         padded = self.padded_bucket(config)
+        if self.platform in ACCELERATORS and self.slots_for(padded, config) == self.devices:
+            alone = self.exact_bucket(config)
+            if self.slots_for(alone, config) == self.devices and not self._padding_pays(padded, alone, config):
+                return alone
         if self.search is None or self.live_runs(padded) > 1:
             return padded
         exact = self.padded_bucket(config, exact_variable=True)
-        flops = [self.exp.cost("flops_per_step", padded_config(self.exp, b, config)) for b in (padded, exact)]
-        return padded if padding_pays(self.spec.train.steps * (flops[0] - flops[1]), self.platform) else exact
+        return padded if self._padding_pays(padded, exact, config) else exact
+
+    def _padding_pays(self, padded: Bucket, exact: Bucket, config: dict) -> bool:
+        """Whether `padded`'s extra work over the step budget costs less than compiling `exact`."""
+        flops = [self.padded_flops(b, config) for b in (padded, exact)]
+        return padding_pays(self.spec.train.steps * (flops[0] - flops[1]), self.platform)
+
+    def exact_bucket(self, config: dict) -> Bucket:
+        """The bucket of `config`'s own sizes (a test-time size still holds its largest value)."""
+        config = self.exp.complete(config)
+        config.update((name, max(config[name], floor)) for name, floor in self.eval_floors.items())
+        return self._bucket(config, padder(1.0), derived_floors={})
 
     def padded_bucket(self, config: dict, exact_variable: bool = False) -> Bucket:
         config = self.exp.complete(config)
@@ -111,11 +131,12 @@ class Layout:
         config[search.variable] = max(config[search.variable], floor)
         return self._bucket(config, self.pad)
 
-    def _bucket(self, config: dict, pad) -> Bucket:
+    def _bucket(self, config: dict, pad, derived_floors: dict | None = None) -> Bucket:
         """The bucket of `config` under `pad`, with the blocked loss where its dense logits do not fit."""
-        bucket = bucket_of(self.exp, config, pad, self.derived_floors)
+        floors = self.derived_floors if derived_floors is None else derived_floors
+        bucket = bucket_of(self.exp, config, pad, floors)
         block = choose_loss_block(self.exp, padded_config(self.exp, bucket, config), self.loss_budget, slots=1)
-        return bucket_of(self.exp, {**config, "loss_block": block}, pad, self.derived_floors) if block else bucket
+        return bucket_of(self.exp, {**config, "loss_block": block}, pad, floors) if block else bucket
 
     def live_runs(self, bucket: Bucket) -> int:
         """At most how many runs `bucket` holds at once: the units whose runs at the bucket's value of
