@@ -58,7 +58,7 @@ def device_rows(jsonl: Path) -> tuple[dict, dict]:
     import gpu_check as GC
     import paper_scale_check as PC
 
-    records = [json.loads(line) for line in jsonl.read_text().splitlines() if line.strip()]
+    records = GC.read_records(jsonl)
     device, rows, floor = None, {}, None
     for record in records[1:]:
         result, case = record.get("result") or {}, record["case"]
@@ -99,8 +99,8 @@ def from_device(paths: list[Path], table: Path) -> None:
     for jsonl in paths:
         meta, rows = device_rows(jsonl)
         source, key = meta.pop("source"), meta["machine"]["device"].split(" (")[0]
-        entry = entries.setdefault(key, {"sources": [], "families": {}}) | meta
-        entries[key] = entry
+        entry = entries.setdefault(key, {"sources": [], "families": {}})
+        entry.update(meta)
         entry["sources"].append(source)
         for family, found in rows.items():
             entry["families"].setdefault(family, []).extend(found)
