@@ -155,3 +155,7 @@ def test_a_run_whose_state_alone_is_over_the_budget_is_refused_before_anything_c
     assert "one run's state (parameters, optimizer state, problem) and stated temporaries need 3." in err
     assert "1.0 MiB" in err
     assert jaxmem.load_results(tmp_path / "out", "compiles").empty
+
+
+def test_slot_counts_read_in_words():
+    assert [driver.slots_text(n) for n in (1, 2, 8)] == ["1 slot", "2 slots", "8 slots"]

@@ -11,7 +11,7 @@ from jaxmem.cli import estimate, overrides
 from jaxmem.cli.errors import UsageError
 from jaxmem.cli.paths import shipped_matches, shipped_name, shipped_sweeps
 from jaxmem.cli.status import holds_results
-from jaxmem.driver.sweep import spec_changes
+from jaxmem.driver.sweep import slots_text, spec_changes
 from jaxmem.engine import device_memory
 from jaxmem.experiments.registry import searching, shipped
 from jaxmem.experiments.interface import REQUIRED
@@ -153,7 +153,7 @@ def _plan(spec: SweepSpec, memory_cap: float | int, compile: bool, out: Path | N
         waste = padding_waste(sweep.exp, bucket, configs)
         lines.append(
             f"  bucket {bucket.id} ({bucket.label()}): {len(runs)} runs in {math.ceil(len(runs) / slots)} chunk(s) "
-            f"of {slots} slots ({slots // n} per device), padding waste {waste:.2f}x; "
+            f"of {slots_text(slots)} ({slots // n} per device), padding waste {waste:.2f}x; "
             f"per chunk {flops:.2e} FLOPs (at most: runs stopping early use fewer), {used}"
         )
     for skipped in spec.skipped:

@@ -403,7 +403,7 @@ class Sweep:
         n = len(self.devices)
         slots, _ = self.fitting_state(bucket, template, slots)
         while True:
-            self.progress.note(f"compiling bucket {bucket.id} ({bucket.label()}) with {slots} slots")
+            self.progress.note(f"compiling bucket {bucket.id} ({bucket.label()}) with {slots_text(slots)}")
             try:
                 program = compile_program(self.exp, bucket, self.settings, slots, template, self.devices)
             except Exception as err:
@@ -421,11 +421,11 @@ class Sweep:
                         f"memory budget of {self.budget / 2**20:,.1f} MiB (--memory-cap)"
                     )
                 reason = (
-                    f"{program.peak_bytes / 2**20:.1f} MiB per device with {slots} slots is over the memory "
+                    f"{program.peak_bytes / 2**20:.1f} MiB per device with {slots_text(slots)} is over the memory "
                     f"budget of {self.budget / 2**20:.1f} MiB"
                 )
                 slots = device_memory.fitting_slots(slots // n, program.peak_bytes, self.budget) * n
-            self.progress.note(f"bucket {bucket.id}: {reason}; recompiling with {slots} slots")
+            self.progress.note(f"bucket {bucket.id}: {reason}; recompiling with {slots_text(slots)}")
 
     def _split(self, runner: BucketRunner, err: Exception) -> None:
         """Replace a bucket that ran out of device memory by one with half its slots; its runs (in the
@@ -438,8 +438,8 @@ class Sweep:
             ) from err
         runner.close(remove_checkpoints=True)  # saved for its slot count: the replacement could not read them
         self.progress.note(
-            f"bucket {runner.bucket.id}: out of memory with {runner.n_slots} slots ({_first_line(err)}); "
-            f"retrying its {len(runs)} runs with {runner.n_slots // 2} slots"
+            f"bucket {runner.bucket.id}: out of memory with {slots_text(runner.n_slots)} ({_first_line(err)}); "
+            f"retrying its {len(runs)} runs with {slots_text(runner.n_slots // 2)}"
         )
         self.runners[runner.bucket.id] = replacement = self._new_runner(runner.bucket, runs[0], runner.n_slots // 2)
         for run in runs:
@@ -447,7 +447,7 @@ class Sweep:
 
     def _step(self, runner: BucketRunner):
         """One segment of `runner` (see BucketRunner.step), or None if it ran out of memory and was split."""
-        what = f"segment of bucket {runner.bucket.id} ({runner.bucket.label()}) with {runner.n_slots} slots"
+        what = f"segment of bucket {runner.bucket.id} ({runner.bucket.label()}) with {slots_text(runner.n_slots)}"
         try:
             with self.watch.waiting(what, runner.expected_seconds()):
                 self.busy = runner
@@ -654,6 +654,11 @@ def precision(name: str):
 
 def _first_line(err: Exception) -> str:
     return str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
+
+
+def slots_text(count: int) -> str:
+    """A slot count in words: 1 slot, 8 slots."""
+    return f"{count} slot" if count == 1 else f"{count} slots"
 
 
 def _describe(run: Run) -> str:
