@@ -1,17 +1,29 @@
-"""`jaxmem compare DIR1 DIR2`: where two sweeps' results differ. Runs are matched by run_id and searches
-by unit (point/seed); a number differs when |a - b| > tolerance · max(|a|, |b|, 1e-12)."""
+"""`jaxmem compare DIR1 DIR2`: where two sweeps' results differ. Runs are matched by run_id, searches
+by unit (point/seed), trajectory points by (run_id, step) and test-time evaluations by (run_id, point),
+each of their metrics compared; a number differs when |a - b| > tolerance · max(|a|, |b|, 1e-12). Each
+store is checked whole first, as `jaxmem status` checks it: a row failing its checksum, or lost rows, in
+any table is an error (exit 4), never an agreement."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from jaxmem.persistence.store import load_results
+from jaxmem.cli.status import holds_results
+from jaxmem.persistence.store import Store
 
 RUN_VALUES = ("max_metric", "final_metric", "final_loss", "steps_run", "steps_to_threshold", "success", "diverged")
 SEARCH_VALUES = ("capacity", "first_failure", "censored", "rounds", "probes")
+METRICS = None  # the values of a table with a JSON `metrics` column: every metric in it
+COMPARED = {  # table: (the key matching its rows, the values compared)
+    "runs": ("run_id", RUN_VALUES),
+    "searches": ("unit", SEARCH_VALUES),
+    "trajectories": (["run_id", "step"], METRICS),
+    "final_eval": (["run_id", "point"], METRICS),
+}
 SHOWN = 10  # differing rows listed per table
 
 
@@ -26,7 +38,7 @@ def differs(a: pd.Series, b: pd.Series, tolerance: float) -> pd.Series:
 
 
 def table_diff(
-    name: str, key: str, first: pd.DataFrame, second: pd.DataFrame, columns, tolerance: float
+    name: str, key: str | list[str], first: pd.DataFrame, second: pd.DataFrame, columns, tolerance: float
 ) -> tuple[list[str], bool]:
     """Lines on one table (keys only in one folder, then the rows whose values differ, column by
     column), and whether it differs."""
@@ -43,17 +55,41 @@ def table_diff(
     return lines, len(lines) > 1 or bool(len(only[0]) or len(only[1]))
 
 
+def stored_tables(folder: Path) -> dict[str, pd.DataFrame]:
+    """The meta and compared tables of an output folder, its store opened read-only, which checks every
+    row of every table (as `jaxmem status` does): StoreError for damage or lost rows."""
+    store = Store(holds_results(folder), write=False)
+    try:
+        return {name: store.table(name) for name in ("meta", *COMPARED)}
+    finally:
+        store.close()
+
+
+def spread_metrics(first: pd.DataFrame, second: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """Two tables' JSON `metrics` column spread into one column per metric either has (a metric a row
+    lacks is NaN there: it differs), and the metrics' names."""
+    metrics = [pd.DataFrame([json.loads(m) for m in f["metrics"]], index=f.index) for f in (first, second)]
+    names = sorted(set().union(*(m.columns for m in metrics)))
+    a, b = (pd.concat([f.drop(columns="metrics"), m.reindex(columns=names)], axis=1)
+            for f, m in zip((first, second), metrics))  # fmt: skip
+    return a, b, names
+
+
 def compare(first: Path, second: Path, tolerance: float = 1e-6) -> tuple[str, bool]:
     """The differences between two output folders' results, and whether there are any."""
-    metas = [load_results(f, "meta").set_index("key")["value"] for f in (first, second)]
+    tables = [stored_tables(f) for f in (first, second)]
+    metas = [t["meta"].set_index("key")["value"] for t in tables]
     lines = [f"comparing {first} ({metas[0].get('spec', '?')}) with {second} ({metas[1].get('spec', '?')})"]
     if metas[0].get("fingerprint") != metas[1].get("fingerprint"):
         lines.append("the two folders hold different sweeps (their specs differ)")
-    runs = [load_results(f, "runs", expand=False) for f in (first, second)]
-    searches = [load_results(f, "searches", expand=False) for f in (first, second)]
-    found = [table_diff("runs", "run_id", *runs, RUN_VALUES, tolerance)]
-    if not (searches[0].empty and searches[1].empty):
-        found.append(table_diff("searches", "unit", *searches, SEARCH_VALUES, tolerance))
+    found = []
+    for name, (key, values) in COMPARED.items():
+        a, b = tables[0][name], tables[1][name]
+        if name != "runs" and a.empty and b.empty:
+            continue
+        if values is METRICS:
+            a, b, values = spread_metrics(a, b)
+        found.append(table_diff(name, key, a, b, values, tolerance))
     lines += [line for table, _ in found for line in table]
     differ = any(d for _, d in found)
     lines.append("results differ" if differ else f"results agree (relative tolerance {tolerance:g})")

@@ -322,9 +322,14 @@ class Store:
 
     def table(self, name: str) -> pd.DataFrame:
         """A table's rows in the canonical order (ORDER), with every column this version writes (a
-        store written by an older one, read without migrating it, lacks some: they are empty)."""
+        store written by an older one, read without migrating it, lacks some: they are empty), its
+        flags as bools."""
         frame = pd.read_sql_query(f"SELECT * FROM {name} ORDER BY {', '.join(ORDER[name])}", self.db)
-        return frame.reindex(columns=list(CHECKED[name]))
+        frame = frame.reindex(columns=list(CHECKED[name]))
+        for column in ("diverged", "success", "non_monotone"):
+            if column in frame:
+                frame[column] = frame[column].astype(bool)
+        return frame
 
 
 def _insert(table: str, verb: str = "INSERT OR IGNORE") -> str:
@@ -560,9 +565,6 @@ def load_results(out_dir: str | Path, table: str = "runs", expand: bool = True) 
         frame = store.table(table)
     finally:
         store.close()
-    for column in ("diverged", "success", "non_monotone"):
-        if column in frame:
-            frame[column] = frame[column].astype(bool)
     if table == "final_eval" and expand:
         return final_eval_frame(frame, load_results(out_dir, "runs", expand=False))
     return expand_config(frame) if expand else frame
