@@ -10,7 +10,7 @@ import pytest
 from helpers import ROOT
 from jaxmem.cli.main import main
 from jaxmem.driver import sweep as driver
-from jaxmem.persistence.store import FILENAME, Store
+from jaxmem.persistence.store import FILENAME, Store, StoreError, load_results
 from jaxmem.spec.sweep import load
 
 SPEC = ROOT / "tests" / "specs" / "tiny_linear.toml"
@@ -59,3 +59,28 @@ def test_compare_shows_where_trajectories_differ(out, tmp_path, capsys):
     code, stdout, _ = call(capsys, "compare", out, stored(tmp_path / "other", {"accuracy": 0.25}))
     assert code == 1 and "trajectories: 0 only in the first, 0 only in the second, 2 in both" in stdout
     assert "accuracy differs in 1: ('r0', 16): 0.75 vs 0.25" in stdout
+
+
+def test_load_results_refuses_a_store_that_lost_rows_of_another_table(out, capsys):
+    """It returned the runs of a store whose meta lost a row, which status and report refuse."""
+    edit(out, "DELETE FROM meta WHERE key = 'preset'")
+    lost = f"results file {out / FILENAME} has lost rows of table meta"
+    with pytest.raises(StoreError, match=lost):
+        load_results(out)
+    assert call(capsys, "status", out)[2].startswith(f"jaxmem: error: {lost}")
+
+
+def test_status_advises_for_a_dropped_table_what_the_run_then_does(out, capsys):
+    """It advised `jaxmem run` ('adds the tables'), which then refused the lost trajectories (exit 4)."""
+    edit(out, "DROP TABLE trajectories")
+    code, _, stderr = call(capsys, "status", out)
+    assert code == 4 and "has lost rows of table trajectories (0 stored, 2 written)" in stderr
+    with pytest.raises(StoreError, match=r"lost rows of table trajectories \(0 stored, 2 written\)"):
+        Store(out)
+
+
+def test_a_dropped_table_that_held_no_rows_is_added_by_the_run_status_advises(out, capsys):
+    edit(out, "DROP TABLE final_eval")
+    assert "`jaxmem run` on this folder adds the tables" in call(capsys, "status", out)[2]
+    Store(out).close()
+    assert call(capsys, "status", out)[0] == 0

@@ -14,7 +14,8 @@ naming it, and starts a fresh store, so the sweep recomputes those rows.
 
 Lost rows are detected too: `counts` holds, per table, the rows ever written to it (kept by triggers in
 each insert's own transaction, each count checksummed; nothing deletes rows), so a table holding fewer
-rows than its count lost some. That file is refused, by `jaxmem run` too, naming the table and counts:
+rows than its count lost some (a dropped table: all). That file is refused, by `jaxmem run` too and
+by a read of any of its tables, naming the table and counts:
 its other rows are intact, and whether to restore it or recompute it all is the user's call.
 
 The disk is not the file: a full disk or an I/O error (reading or writing) raises StoreError, naming
@@ -195,7 +196,7 @@ class Store:
                 self.db.executescript(_SCHEMA)
                 self._migrate()
             damage = _damage(self.db, self.verify)
-            problem = None if damage else _missing_tables(self.db, self.verify) or _lost_rows(self.db, self.verify)
+            problem = None if damage else _lost_rows(self.db) or _missing_tables(self.db, self.verify)
         except sqlite3.DatabaseError as err:
             self.db.close()
             return _damage_of(err, self.path)
@@ -461,15 +462,18 @@ def _missing_tables(db: sqlite3.Connection, tables: Iterable[str]) -> str | None
     )
 
 
-def _lost_rows(db: sqlite3.Connection, tables: Iterable[str]) -> str | None:
-    """How the rows of `tables` stored differ from those written (COUNTS), e.g. 'has lost rows of table
-    runs (59 stored, 64 written)', or None; a store without counts (an older version's, not migrated
-    yet) has nothing to compare."""
-    if COUNTS not in tables_of(db):
+def _lost_rows(db: sqlite3.Connection) -> str | None:
+    """How the rows stored differ from those written (COUNTS), in every table whatever a read verifies
+    (counting rows is cheap, unlike checking their checksums), e.g. 'has lost rows of table runs (59
+    stored, 64 written)', or None. A missing table stores no rows: one that had rows lost them, one that
+    had none is added by `jaxmem run` (_missing_tables). A store without counts (an older version's,
+    not migrated yet) has nothing to compare."""
+    present = tables_of(db)
+    if COUNTS not in present:
         return None
     with snapshot(db):  # a run writing meanwhile adds rows and counts together
         written = dict(db.execute(f"SELECT name, rows FROM {COUNTS}"))
-        tally = {t: (rows_in(db, t), written[t]) for t in CHECKED if t in tables and t in written}
+        tally = {t: (rows_in(db, t) if t in present else 0, written[t]) for t in CHECKED if t in written}
     tally[COUNTS] = (len(written.keys() & CHECKED.keys()), len(CHECKED))
     wrong = [_miscount(table, stored, count) for table, (stored, count) in tally.items() if stored != count]
     if not wrong:
