@@ -19,6 +19,7 @@ import pytest
 from helpers import ROOT
 from jaxmem.cli.main import main
 from jaxmem.driver import sweep as driver
+from jaxmem.persistence import lock
 from jaxmem.persistence.store import FILENAME, Store, StoreError, load_results
 from jaxmem.report import files
 from jaxmem.spec.sweep import load
@@ -93,6 +94,13 @@ def test_a_full_disk_keeps_a_finished_store_and_the_rerun_recomputes_nothing(dis
     make_room(disk)
     assert call(capsys, "run", SPEC, "--out", out, "--quiet")[0] == 0
     assert load_results(out)[KEPT].equals(runs)  # nothing recomputed
+
+
+def test_a_disk_full_before_the_first_write_names_the_folder(disk, capsys):
+    """Issue 36: it said only '[Errno 28] No space left on device' (the lock file's lease, the first write)."""
+    fill(disk)
+    code, err = call(capsys, "run", SPEC, "--out", disk / "out", "--quiet")
+    assert code == 4 and err.startswith(no_space(disk / "out")) and err.count("\n") == 1
 
 
 def test_a_disk_filling_up_mid_sweep_exits_4_keeping_the_stored_runs(disk, finished, capsys, monkeypatch):
@@ -170,6 +178,15 @@ def test_a_failed_plot_never_replaces_the_last_one(tmp_path):
     with pytest.raises(StoreError, match="capacity.png was not written"):
         files.save_figure(CutShort(), path, dpi=120)
     assert path.read_bytes() == b"the last good plot" and [p.name for p in tmp_path.iterdir()] == ["capacity.png"]
+
+
+def test_a_lock_file_the_full_disk_refuses_names_the_folder(tmp_path, monkeypatch):
+    def full(fd, data, offset):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(lock.os, "pwrite", full)
+    with pytest.raises(StoreError, match=f"^no space left on {tmp_path} .*: the run stored nothing there"):
+        lock.OutputLock(tmp_path).__enter__()
 
 
 def test_a_full_store_keeps_the_rows_committed_before(tmp_path):

@@ -25,7 +25,7 @@ import time
 import uuid
 from pathlib import Path
 
-from jaxmem.persistence.store import not_writable
+from jaxmem.persistence.store import NO_SPACE, StoreError, no_space, not_writable
 
 LEASE_TIMEOUT = 60.0  # seconds without a heartbeat after which a lease is stale
 HEARTBEAT_SECONDS = 5.0
@@ -121,9 +121,7 @@ class OutputLock:
         except IsADirectoryError:
             raise not_a_lock_file(self.path) from None
         except OSError as err:
-            if err.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
-                raise
-            raise not_writable(self.path.parent, Path(err.filename or self.path), err.strerror) from None
+            raise self._refused(err) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             self.fd = fd
@@ -131,6 +129,9 @@ class OutputLock:
         except BlockingIOError:
             os.close(fd)
             raise self._in_use(self._read()) from None
+        except OSError as err:  # the lease's write: the run's first
+            self._release()
+            raise self._refused(err) from None
         except BaseException:
             self._release()
             raise
@@ -146,6 +147,16 @@ class OutputLock:
             with contextlib.suppress(OSError):
                 self._write("")  # a finished run leaves no lease behind
         self._release()
+
+    def _refused(self, err: OSError) -> OSError | StoreError:
+        """The error of a lock file the folder refused: one naming the folder for a folder that may not be
+        written or a full disk (its first write: a bare '[Errno 28] No space left on device' was shown),
+        else `err`."""
+        if err.errno in NO_SPACE:
+            return no_space(self.path.parent, "the run stored nothing there, and anything stored before is kept")
+        if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            return not_writable(self.path.parent, Path(err.filename or self.path), err.strerror)
+        return err
 
     def check(self) -> None:
         """Raise LockError if another run took this folder over (our heartbeat stalled too long)."""
