@@ -5,7 +5,7 @@ experiments as a few jit-compiled, vmapped XLA programs.
     jaxmem.load_results(out_dir, table="runs")   # its results as a DataFrame
 """
 
-__version__ = "0.1.0"
+from jaxmem.version import __version__
 
 from jaxmem import cpu_runtime  # noqa: E402
 

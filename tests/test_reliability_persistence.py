@@ -17,6 +17,7 @@ import pytest
 import jaxmem
 from helpers import ROOT
 from jaxmem.cli.main import main
+from jaxmem.driver import folder
 from jaxmem.driver import sweep as driver
 from jaxmem.persistence.lock import OutputLock
 from jaxmem.persistence.store import FILENAME, Store, StoreError, load_results
@@ -311,10 +312,10 @@ def test_a_changed_spec_names_the_fields_that_differ(out):
 def test_spec_changes_lists_a_few_fields():
     old = {"a": {"b": 1, "c": "x" * 50}, "d": [1], "e": 1, "f": 2}
     new = {"a": {"b": 2, "c": "y"}, "d": [1], "g": {"h": True}}
-    assert driver.spec_changes(old, new, shown=2) == (
+    assert folder.spec_changes(old, new, shown=2) == (
         f'; it differs in a.b: 1 → 2, a.c: "{"x" * 36}... → "y" and 3 more'
     )
-    assert driver.spec_changes(old, old) == ""
+    assert folder.spec_changes(old, old) == ""
 
 
 # -- one canonical row order ----------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from jaxmem import __version__
+from jaxmem.version import __version__
 from jaxmem.cli.errors import UsageError, exit_code, message
 
 LIGHT = ("status", "compare", "schema")  # commands that never import JAX: the run options (which do) are not built
@@ -101,6 +101,11 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--out", default=None, help="output folder (default: results/<spec>-<preset>)")
     run.add_argument("--quiet", action="store_true", help="plain log lines instead of a live progress bar")
     run.add_argument(
+        "--restart",
+        action="store_true",
+        help="discard the results the output folder holds (e.g. made by an experiment's earlier code) and start over",
+    )
+    run.add_argument(
         "--debug",
         action="store_true",
         help="on an error, the full traceback (JAX's frames too) instead of one message and the experiment's frames",
@@ -184,6 +189,8 @@ def _run(args) -> int:
         target = planned_target(args.plan_for) if args.plan_for else None
         print(views.dry_run(spec, args.memory_cap, compile=args.compile, out=out, target=target))
         return 0
+    if args.restart and count > 1:
+        raise UsageError(f"--restart is for a single-process run; to start a multi-process job over, delete {out}")
     noted = {ORIGIN: views.origin(args.spec, args.overrides)}  # for `jaxmem status` to suggest resuming it
     cache = None if args.no_compile_cache else compile_cache.cache_dir()
     if cache is not None:
@@ -197,7 +204,13 @@ def _run(args) -> int:
             )
         else:
             report = driver.run_sweep(
-                spec, out, quiet=args.quiet, memory_cap=args.memory_cap, noted=noted, hard_exit=True
+                spec,
+                out,
+                quiet=args.quiet,
+                memory_cap=args.memory_cap,
+                noted=noted,
+                hard_exit=True,
+                restart=args.restart,
             )
     except driver.Interrupted as err:
         print(f"jaxmem: {err}", file=sys.stderr)

@@ -11,10 +11,12 @@ from datetime import datetime
 from pathlib import Path
 
 from jaxmem.cli.paths import shipped_matches
+from jaxmem.experiments import code_identity
 from jaxmem.persistence.lock import lock_state, read_lease
 from jaxmem.persistence.progress import Found, finished, inflight, stored_progress
 from jaxmem.persistence.store import FILENAME, Store, elapsed, full, no_space
 
+CODE_CHANGED_ADVICE = "`jaxmem run` refuses to resume it: run into a new --out, or rerun with --restart"
 ORIGIN = "origin"  # meta key: how `jaxmem run` was given the sweep (jaxmem.cli.views.origin), kept as it claims it
 
 
@@ -38,7 +40,8 @@ def state(lock: str, found: Found, done: bool) -> str:
 def resume_command(meta: dict[str, str], out: Path) -> str:
     """The `jaxmem run` command that resumes the sweep in `out`: its spec as the run that started it was
     given it (ORIGIN: a shipped sweep's name or an absolute path), with its preset and --set overrides.
-    A store older than that record names a shipped sweep by its name if one has it, else the spec file."""
+    A store older than that record names a shipped sweep by its name if one has it, else the spec file.
+    The folder is absolute: a relative one would point elsewhere from another folder."""
     recorded = json.loads(meta.get(ORIGIN, "null"))
     if recorded is None:
         name = meta.get("spec", "?")
@@ -46,7 +49,7 @@ def resume_command(meta: dict[str, str], out: Path) -> str:
     preset = meta.get("preset") or ""
     words = ["jaxmem", "run", recorded["spec"], *(["--preset", preset] if preset else [])]
     words += [word for change in recorded["set"] for word in ("--set", change)]
-    return shlex.join([*words, "--out", str(out)])
+    return shlex.join([*words, "--out", str(out.absolute())])
 
 
 def iso(stamp: float | None) -> str:
@@ -80,6 +83,11 @@ def status(out: Path) -> str:
         lines.append(f"{found.inflight_text()}; resume with `{resume_command(meta, out)}`")
     elif held:
         lines.append(found.inflight_text())
+    changed = code_identity.changed_since(meta)
+    if changed is None and (runs or searches):
+        lines.append(f"experiment code: {code_identity.state(meta)}")
+    elif changed:
+        lines.append(f"warning: experiment code {code_identity.state(meta)}; {CODE_CHANGED_ADVICE}")
     if full(out, None):  # read-only, status still answers; what writes there will not
         lines.append(f"warning: {no_space(out, 'a run or report there stops at its first write (exit 4)')}")
     return "\n".join(lines)

@@ -11,7 +11,8 @@ from jaxmem.cli import estimate, overrides
 from jaxmem.cli.errors import UsageError
 from jaxmem.cli.paths import shipped_matches, shipped_name, shipped_sweeps
 from jaxmem.cli.status import holds_results
-from jaxmem.driver.sweep import slots_text, spec_changes
+from jaxmem.driver.folder import spec_changes
+from jaxmem.driver.sweep import slots_text
 from jaxmem.engine import device_memory
 from jaxmem.experiments.registry import searching, shipped
 from jaxmem.experiments.interface import REQUIRED

@@ -15,6 +15,7 @@ import functools
 from concurrent import futures
 from typing import Callable
 import json
+import logging
 import math
 import shutil
 import signal
@@ -24,7 +25,6 @@ from pathlib import Path
 import jax
 
 from jaxmem.plan import search as searching
-from jaxmem import __version__
 from jaxmem.engine import device_memory
 from jaxmem.driver.distributed import owned
 from jaxmem.engine.executor import (
@@ -36,7 +36,7 @@ from jaxmem.engine.executor import (
     nbytes,
 )
 from jaxmem.experiments.registry import get as get_experiment
-from jaxmem.experiments.registry import module_folder
+from jaxmem.driver.folder import RESTART_FLAG, claim, discard_results
 from jaxmem.spec.expr import evaluate
 from jaxmem.persistence.lock import OutputLock
 from jaxmem.plan.runs import Run, make_run, point_id
@@ -46,19 +46,20 @@ from jaxmem.plan.layout import Knobs, Layout
 from jaxmem.plan.target import Target
 from jaxmem.driver.progress import Progress
 from jaxmem.driver.watchdog import Watch
-from jaxmem.persistence.progress import PLANNED, Found, inflight, planned
+from jaxmem.persistence.progress import Found, inflight
 from jaxmem.engine.program import Settings, final_eval_points, log_schedule
 from jaxmem.report.capacity.fit import fit_power_law
 from jaxmem.report.from_store import report
 from jaxmem.persistence.shards import merge_shards
 from jaxmem.spec.sweep import SweepSpec, run_budget
-from jaxmem.persistence.store import SESSION, Store, StoreError, elapsed
+from jaxmem.persistence.store import Store
 from jaxmem.persistence.untrained import as_untrained
 from jaxmem.plan.trajectory_grid import on_grid
 
 EXIT_INTERRUPTED = 130
 HISTORY = 128  # evaluations a segment records per slot when trajectories are on
 EXIT_TERMINATED = 143
+log = logging.getLogger("jaxmem")
 
 
 class Interrupted(RuntimeError):
@@ -665,71 +666,6 @@ def _describe(run: Run) -> str:
     return f"seed={run.seed}, lr={run.lr:g}" + (f", value={run.value}" if run.value is not None else "")
 
 
-def claim(store: Store, spec: SweepSpec, noted: dict | None = None) -> None:
-    """Bind an output folder to one sweep, refusing a folder holding another (naming the fields that
-    differ) or results of no known sweep (a store whose meta lost its fingerprint), and open this run's
-    session: the time of a run killed before it could add its own, up to the last time the store
-    records, goes into `elapsed_s` first (see jaxmem.persistence.store.elapsed). `noted`: more meta
-    entries the caller keeps with the sweep (the CLI: the command that started it)."""
-    meta = store.meta()
-    resolved = json.dumps(spec.resolved, sort_keys=True, default=str)
-    if "fingerprint" not in meta and (store.finished_runs() or store.finished_searches()):
-        raise StoreError(
-            f"results file {store.path} holds results but not the sweep they belong to (its meta table lost its "
-            "fingerprint); restore it from a copy, or choose another --out"
-        )
-    if "fingerprint" in meta and meta["fingerprint"] != spec.fingerprint:
-        changes = spec_changes(json.loads(meta.get("resolved_spec", "{}")), json.loads(resolved))
-        raise StoreError(
-            f"output folder {store.path.parent} holds a different sweep "
-            f"({meta.get('spec', '?')}, preset {meta.get('preset', '?') or 'none'}{changes}); "
-            "choose another --out or delete the folder"
-        )
-    total, now = elapsed(meta, store.last_write() or 0.0), time.time()
-    store.set_meta(
-        {
-            "fingerprint": spec.fingerprint,
-            "spec": spec.name,
-            "preset": spec.preset,
-            "experiment": spec.experiment,
-            "experiment_folder": module_folder(spec.experiment),
-            "jaxmem_version": __version__,
-            "resolved_spec": resolved,
-            "elapsed_s": str(total),
-            SESSION: {"started_at": now, "elapsed_s": total},
-            PLANNED: planned(len(spec.points), len(spec.seeds), len(spec.train.learning_rates), bool(spec.search)),
-            **(noted or {}),
-        }
-    )
-
-
-def spec_changes(old: dict, new: dict, shown: int = 3) -> str:
-    """'; it differs in <path>: <old> → <new>, ...' for the dotted fields that differ between two
-    resolved specs (the first `shown` of them, then how many more), or '' when none does."""
-    before, after = _leaves(old), _leaves(new)
-    paths = sorted(p for p in before.keys() | after.keys() if _shown(before, p) != _shown(after, p))
-    if not paths:
-        return ""
-    listed = ", ".join(f"{p}: {_shown(before, p)} → {_shown(after, p)}" for p in paths[:shown])
-    more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
-    return f"; it differs in {listed}{more}"
-
-
-def _leaves(tree: dict, prefix: str = "") -> dict:
-    """A nested dict's leaves (an empty dict is one) by dotted path."""
-    found = {}
-    for key, value in tree.items():
-        path = f"{prefix}{key}"
-        found.update(_leaves(value, f"{path}.") if isinstance(value, dict) and value else {path: value})
-    return found
-
-
-def _shown(leaves: dict, path: str, width: int = 40) -> str:
-    """A leaf's value as JSON, cut to `width` characters; '(none)' where the spec has no such field."""
-    text = json.dumps(leaves[path]) if path in leaves else "(none)"
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
 def run_sweep(
     spec: SweepSpec,
     out_dir: Path,
@@ -738,11 +674,15 @@ def run_sweep(
     memory_cap: float | int = device_memory.DEFAULT_CAP,
     noted: dict | None = None,
     hard_exit: bool = False,
+    restart: bool = False,
 ) -> Path:
     """Run (or resume) a sweep into `out_dir`, then write its report; returns the report path. `noted`:
-    more meta entries to keep with the sweep (see claim); `hard_exit`: see Sweep."""
+    more meta entries to keep with the sweep (see claim); `hard_exit`: see Sweep; `restart`: first discard
+    the results the folder holds (jaxmem.driver.folder.discard_results)."""
     out_dir = Path(out_dir)
     with OutputLock(out_dir) as lock:
+        if restart and (discarded := discard_results(out_dir)):
+            log.warning("%s: discarded %s", RESTART_FLAG, ", ".join(str(p) for p in discarded))
         store = open_store(out_dir, spec, remove_shards=True, noted=noted)
         try:
             execute(spec, out_dir, store, quiet, devices, lease=lock, memory_cap=memory_cap, hard_exit=hard_exit)

@@ -135,6 +135,13 @@ def module_folder(name: str) -> str:
     return str(Path(file).resolve().parents[depth])
 
 
+def defining_module(name: str) -> str | None:
+    """The module that defines experiment `name`: a shipped family's, or a `module:ATTRIBUTE`'s own; None for
+    one registered by Python code."""
+    reference = SHIPPED.get(name, name) if name not in _REGISTERED else ""
+    return reference.partition(":")[0] if is_reference(reference) else None
+
+
 def find(name: str, folder: str = "") -> Experiment | None:
     """The experiment called `name`, also looked up in `folder`; None when it cannot be found (a user's
     module that is no longer importable)."""

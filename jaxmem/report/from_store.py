@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from jaxmem.experiments import code_identity
 from jaxmem.experiments.registry import find as find_experiment
 from jaxmem.experiments.registry import searching
 from jaxmem.persistence.lock import lock_state
@@ -37,14 +38,15 @@ def stored_sweep(resolved: dict, folder: str = "") -> SweepSpec | None:
 
 
 def meta_view(meta: dict, train: dict, compiles: pd.DataFrame) -> dict:
-    """The sweep's metadata as report.md lists it: spec, experiment, device, wall and compile time, the
-    matmul precision, and the solver's settings for a gradient-flow sweep."""
+    """The sweep's metadata as report.md lists it: spec, experiment (and whether its code changed since),
+    device, wall and compile time, the matmul precision, and the solver's settings for a gradient-flow sweep."""
     view = {k: meta[k] for k in META_KEYS if k in meta}
     view["wall_time_s"] = float(meta.get("elapsed_s", 0.0))
     view["compiles"] = len(compiles)
     view["compile_time_s"] = round(float(compiles["seconds"].sum()), 2) if len(compiles) else 0.0
     engine = json.loads(meta.get("resolved_spec", "{}")).get("engine", {})
     view["matmul_precision"] = engine.get("matmul_precision", EngineSpec.matmul_precision)
+    view["experiment_code"] = code_identity.state(meta)
     if train.get("integrator") == "gradient_flow":
         rtol, atol = train.get("rtol", TrainSpec.rtol), train.get("atol", TrainSpec.atol)
         view["integrator"] = f"gradient flow, diffrax Tsit5, rtol {number(rtol)}, atol {number(atol)}"

@@ -16,6 +16,7 @@ META_FIELDS = (
     ("spec", "Spec"),
     ("preset", "Preset"),
     ("experiment", "Experiment"),
+    ("experiment_code", "Experiment code"),
     ("device", "Device"),
     ("matmul_precision", "Matmul precision"),
     ("jaxmem_version", "jaxmem version"),
