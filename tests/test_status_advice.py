@@ -76,6 +76,16 @@ def test_status_suggests_a_command_that_resumes_a_sweep_started_from_a_spec_path
     assert args.spec == str(folder / "tiny.toml")
 
 
+def test_status_suggests_an_absolute_output_folder(tmp_path, capsys, monkeypatch):
+    """Issue 36: it repeated a relative --out, pointing elsewhere from any other folder."""
+    (tmp_path / "tiny.toml").write_text(TINY)
+    stopped_after_one_run(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "tiny.toml", "--out", "out", "--quiet"]) == 0
+    capsys.readouterr()
+    assert suggested(status(capsys, "out")[1])[-2:] == ["--out", str(tmp_path / "out")]
+
+
 def test_status_names_a_shipped_sweep_by_its_full_name(tmp_path, capsys, monkeypatch):
     out = tmp_path / "out"
     stopped_after_one_run(monkeypatch)
