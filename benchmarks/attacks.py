@@ -21,6 +21,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from concurrent import futures
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -218,13 +219,95 @@ def bad_input(tmp: Path) -> None:
         result = jaxmem(*args)
         ok = result.returncode == code and "Traceback" not in result.stderr
         record(attack, f"exit {code}, one line, no traceback", ok, f"exit {result.returncode}: {said(result)}")
-    for content, attack, code in [(os.urandom(64), "a .lock holding random bytes", 0), (None, "a .lock directory", 3)]:
-        out = tmp / f"lock-{code}"
-        out.mkdir()
-        (out / ".lock").mkdir() if content is None else (out / ".lock").write_bytes(content)
-        result = jaxmem("run", SPEC, "--out", out, "--quiet")
-        record(attack, f"exit {code}" + (", taken over with a warning" if code == 0 else ", naming it"),
-               result.returncode == code, f"exit {result.returncode}: {said(result)}")
+    out = tmp / "lock-random"
+    out.mkdir()
+    (out / ".lock").write_bytes(os.urandom(64))
+    result = jaxmem("run", SPEC, "--out", out, "--quiet")
+    record("a .lock holding random bytes", "exit 0, taken over with a warning", result.returncode == 0,
+           f"exit {result.returncode}: {said(result)}")
+
+
+def edited_experiment(tmp: Path) -> None:
+    """examples/relu_teacher run into a folder, its loss multiplied by 100, rerun into the same folder."""
+    folder = tmp / "edited"
+    folder.mkdir()
+    for name in ("relu_teacher.py", "relu_teacher.toml"):
+        shutil.copy(ROOT / "examples" / name, folder / name)
+    out, spec = folder / "out", folder / "relu_teacher.toml"
+    first = jaxmem("run", spec, "--out", out, "--quiet", cwd=folder)
+    again = jaxmem("run", spec, "--out", out, "--quiet", cwd=folder)
+    source = folder / "relu_teacher.py"
+    source.write_text(source.read_text().replace('/ (2 * dyn["n"])', '/ (2 * dyn["n"]) * 100'))
+    edited, status = jaxmem("run", spec, "--out", out, "--quiet", cwd=folder), jaxmem("status", out, cwd=folder)
+    restarted = jaxmem("run", spec, "--out", out, "--quiet", "--restart", cwd=folder)
+    warned = [line for line in status.stdout.splitlines() if "experiment code" in line]
+    record("examples/relu_teacher's loss × 100 between two runs into one folder",
+           "exit 4 naming the module; status says the code changed; unchanged code resumes; --restart starts over",
+           first.returncode == again.returncode == restarted.returncode == 0 and edited.returncode == 4
+           and "relu_teacher" in said(edited) and "CHANGED" in " ".join(warned),
+           f"unchanged rerun exit {again.returncode}; edited rerun exit {edited.returncode}: {said(edited)}; "
+           f"status: {' '.join(warned)}; --restart exit {restarted.returncode}")
+
+
+def lines_after(child: subprocess.Popen, moment: list[float]) -> list[str]:
+    """The output lines `child` writes after the time in `moment` (set by the caller while it runs)."""
+    late = []
+    for line in child.stdout:
+        if moment and time.time() >= moment[0] and line.strip():
+            late.append(line.rstrip())
+    return late
+
+
+def double_ctrl_c(tmp: Path, reference: Path, tries: int) -> None:
+    out, rng, worst, codes = tmp / "double-ctrl-c", random.Random(7), [], []
+    for _ in range(tries):
+        child, moment = started("run", SPEC, "--out", out, "--quiet"), []
+        reader = futures.ThreadPoolExecutor(1)
+        late = reader.submit(lines_after, child, moment)
+        time.sleep(rng.uniform(0.5, 6.0))
+        moment.append(time.time())
+        child.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+        if child.poll() is None:
+            child.send_signal(signal.SIGINT)
+        child.wait(timeout=120)
+        printed = late.result(timeout=30)
+        reader.shutdown()
+        codes.append(child.returncode)
+        worst = max(worst, printed, key=len)
+    final = jaxmem("run", SPEC, "--out", out, "--quiet")
+    same, words = agrees(out, reference)
+    tracebacks = any("Traceback" in line for line in worst)
+    record(f"double Ctrl-C (SIGINT, again 0.3 s later) × {tries} at random times, then rerun",
+           "exit 130 (0 if it had finished), at most 3 lines, no traceback; rerun agrees",
+           all(code in (0, 130) for code in codes) and len(worst) <= 3 and not tracebacks and same,
+           f"exits {sorted(set(codes))}; most lines after the first signal: {len(worst)} "
+           f"({' / '.join(worst)[:160]}); rerun exit {final.returncode}; {words}")
+
+
+def odd_lock_files(tmp: Path, reference: Path) -> None:
+    kinds = {
+        "a FIFO": lambda lock: os.mkfifo(lock),
+        "a directory": lambda lock: lock.mkdir(),
+        "a dangling symlink": lambda lock: lock.symlink_to(lock.parent / "nowhere"),
+    }
+    for kind, make in kinds.items():
+        out = tmp / f"odd-lock-{len(ROWS)}"
+        shutil.copytree(reference, out)
+        (out / ".lock").unlink(missing_ok=True)
+        make(out / ".lock")
+        outcomes = []
+        for command in (["status", out], ["run", SPEC, "--out", out, "--quiet"]):
+            start = time.time()
+            try:
+                result = jaxmem(*command, timeout=30)
+                outcomes.append((result.returncode, time.time() - start, said(result)))
+            except subprocess.TimeoutExpired:
+                outcomes.append((None, time.time() - start, "blocked"))
+        record(f"{kind} as .lock (status, then run)", "a clear message within 5 s each, no traceback",
+               all(code is not None and took < 5 and "Traceback" not in text for code, took, text in outcomes),
+               "; ".join(f"{c[0]} exit {code} in {took:.1f} s: {text}" for c, (code, took, text)
+                         in zip(("status", "run"), outcomes)))
 
 
 BROKEN = {
@@ -321,13 +404,16 @@ def main() -> None:
         kill_nine(tmp, reference, args.kills)
         stop_with(tmp, reference, signal.SIGTERM, 143)
         stop_with(tmp, reference, signal.SIGINT, 130)
+        double_ctrl_c(tmp, reference, args.kills)
         concurrent(tmp)
         damaged_store(tmp, reference)
         damaged_checkpoints(tmp, reference)
         full_disk(tmp, reference)
         read_only(tmp, reference)
         bad_input(tmp)
+        odd_lock_files(tmp, reference)
         broken_experiments(tmp)
+        edited_experiment(tmp)
         hung_program(tmp)
         hang_preset(tmp)
     failed = sum(row[-1] != "PASS" for row in ROWS)
