@@ -10,6 +10,7 @@ import multiprocessing
 import os
 import re
 import shutil
+import signal
 import socket
 import sqlite3
 import sys
@@ -90,7 +91,7 @@ def written_outputs(out) -> dict[str, str]:
 def kill_reference(tmp_path_factory):
     out = tmp_path_factory.mktemp("kill_reference")
     driver.run_sweep(load(KILL_SPEC), out, quiet=True)
-    return {**tables(out), "outputs": written_outputs(out)}
+    return {**tables(out), "outputs": written_outputs(out), "folder": out}
 
 
 @pytest.fixture(scope="module")
@@ -145,9 +146,17 @@ def start(forkserver, out, log, cache, spec=KILL_SPEC):
 
 
 def kill_at(child, out, target: int | None, delay: float, timeout: float = 120.0, cap: int | None = None) -> bool:
-    """SIGKILL `child` `delay` s after the store reaches `target` rows (None: `delay` s after its start,
-    or as soon as the store reaches `cap` rows if that comes first: a resumed child with little left
-    to do can finish a sweep within a second); False if it finished first."""
+    """SIGKILL `child` once `strike_at` says; False if it finished first."""
+    alive = strike_at(child, out, target, delay, timeout, cap)
+    child.kill()
+    child.join()
+    return alive
+
+
+def strike_at(child, out, target: int | None, delay: float, timeout: float = 120.0, cap: int | None = None) -> bool:
+    """Wait until `delay` s after the store reaches `target` rows (None: `delay` s after the child's start,
+    or until the store reaches `cap` rows if that comes first: a resumed child with little left to do can
+    finish a sweep within a second); whether the child still runs."""
     deadline = time.perf_counter() + timeout
     while target is not None and child.is_alive() and stored_rows(out) < target:
         assert time.perf_counter() < deadline, f"no progress to {target} rows in {timeout} s"
@@ -158,10 +167,7 @@ def kill_at(child, out, target: int | None, delay: float, timeout: float = 120.0
             time.sleep(0.01)
     else:
         time.sleep(delay)
-    alive = child.is_alive()
-    child.kill()
-    child.join()
-    return alive
+    return child.is_alive()
 
 
 @pytest.mark.parametrize("count", [KILLS, pytest.param(100, marks=pytest.mark.slow)])
@@ -204,6 +210,41 @@ def test_kill_9_at_random_points_in_a_row_then_resume(tmp_path, forkserver, xla_
         f"{wall:.1f} s; {text.count('is unusable')} checkpoint(s) rejected, "
         f"{text.count('taking over the stale lease')} stale lease(s) taken over"
     )
+
+
+@pytest.mark.parametrize("count", [4, pytest.param(20, marks=pytest.mark.slow)])
+def test_ctrl_c_twice_at_random_moments_exits_130_briefly(tmp_path, forkserver, xla_cache, kill_reference, count):
+    """Issue 36: SIGINT, then again 0.1-0.5 s later, at random moments (starting, compiling, mid-segment,
+    saving and sealing checkpoints) ends the run with exit 130 and at most 3 lines from the first
+    "SIGINT" on, never a traceback; the final resume holds exactly the uninterrupted run's rows."""
+    out = tmp_path / "out"
+    rng = np.random.default_rng(36)
+    total = len(kill_reference["runs"]) + len(kill_reference["trajectories"])
+    for attempt in range(count):
+        log = tmp_path / f"attempt{attempt}.log"
+        child = start(forkserver, out, log, xla_cache)
+        while not log.exists():  # in cli_in_child: a signal before it would hit multiprocessing's start-up
+            time.sleep(0.001)
+        by_time = attempt == 0 or rng.random() < 0.3
+        target = stored_rows(out) + int(rng.integers(1, total // (count + 1)))
+        delay = rng.uniform(0.0, 1.5) if by_time else rng.uniform(0.0, 0.2)
+        if not strike_at(child, out, None if by_time else target, delay):
+            break  # it finished the sweep first
+        os.kill(child.pid, signal.SIGINT)
+        time.sleep(rng.uniform(0.1, 0.5))
+        if child.is_alive():
+            os.kill(child.pid, signal.SIGINT)
+        child.join(timeout=120)
+        text = log.read_text()
+        lines = text.splitlines()
+        after = lines[next((i for i, line in enumerate(lines) if "SIGINT" in line), len(lines)) :]
+        assert child.exitcode == 130 and 0 < len(after) <= 3, text
+        assert "Traceback" not in text and "interpreter shutdown" not in text, text
+    final = start(forkserver, out, tmp_path / "final.log", xla_cache)
+    final.join(timeout=300)
+    assert final.exitcode == 0, (tmp_path / "final.log").read_text()[-3000:]
+    assert_identical(out, kill_reference)
+    assert main(["compare", str(kill_reference["folder"]), str(out)]) == 0
 
 
 def test_a_damaged_store_after_a_kill_is_quarantined_and_the_sweep_recomputed(

@@ -573,13 +573,14 @@ class Sweep:
     def request_stop(self, signum, _frame=None) -> None:
         """The SIGINT/SIGTERM handler (main thread). A signal asks the driver to stop after the current
         wait (a repeated SIGTERM too, as a pre-emptor may send it); a wait past its grace (see
-        driver.watchdog) is abandoned, and so is any wait on a second Ctrl-C (which outside a wait
-        raises KeyboardInterrupt). The watch thread's own resending of the signal is otherwise ignored."""
+        driver.watchdog) is abandoned, and so is any wait on a second Ctrl-C. A second Ctrl-C outside a
+        wait is ignored: the stop it asks for is under way (saving checkpoints, which an exception raised
+        here would break). The watch thread's own resending of the signal is otherwise ignored."""
         wait = self.watch.past_grace()
         if wait is None and signum == signal.SIGINT and self.stop_signal is not None and not self.watch.resent:
             wait = self.watch.current
             if wait is None:
-                raise KeyboardInterrupt
+                return
         if wait is not None:
             raise self.watch.abandon(self.stop_signal or signum, wait)
         if self.watch.resent:
