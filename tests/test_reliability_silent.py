@@ -2,8 +2,13 @@
 and advice name what is true."""
 
 import contextlib
+import os
 import shutil
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -84,3 +89,42 @@ def test_a_dropped_table_that_held_no_rows_is_added_by_the_run_status_advises(ou
     assert "`jaxmem run` on this folder adds the tables" in call(capsys, "status", out)[2]
     Store(out).close()
     assert call(capsys, "status", out)[0] == 0
+
+
+STOPPED_COMPILE = """
+import time
+import jax
+from jaxmem.engine.executor import compile_program
+from jaxmem.engine.program import Settings
+from jaxmem.experiments.registry import get
+from jaxmem.plan.buckets import bucket_of, padder
+from jaxmem.plan.runs import make_run
+
+compile = jax.stages.Lowered.compile
+def announced(lowered, *args, **kwargs):  # the parent stops this process once it reads the line
+    print("compiling", flush=True)
+    time.sleep(0.2)
+    return compile(lowered, *args, **kwargs)
+jax.stages.Lowered.compile = announced
+exp = get("assoc_memory")
+run = make_run(exp.complete({"model": "linear", "d": 4, "N": 8}), 0, 0.1, None, None, 0)
+settings = Settings(steps=8, eval_every=8, metric="accuracy", hit_threshold=0.99, stop_threshold=2.0)
+start = time.monotonic()
+program = compile_program(exp, bucket_of(exp, run.config, padder(2.0)), settings, 2, run, jax.devices()[:1])
+print(time.monotonic() - start, program.seconds)
+"""
+
+
+def test_a_compile_stopped_by_sigstop_leaves_the_stopped_time_out():
+    """`jaxmem status` counted the time a process was stopped during a compile as compile time."""
+    child = subprocess.Popen([sys.executable, "-c", STOPPED_COMPILE], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert child.stdout.readline() == "compiling\n"
+        os.kill(child.pid, signal.SIGSTOP)
+        time.sleep(2.0)
+        os.kill(child.pid, signal.SIGCONT)
+        wall, seconds = map(float, child.stdout.readline().split())
+    finally:
+        child.kill()
+        child.wait()
+    assert wall >= 2.0 and 0 < seconds < wall - 1.5

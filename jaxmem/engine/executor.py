@@ -19,6 +19,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from jaxmem.persistence.checkpoints import SlotCheckpoints
 from jaxmem.experiments.interface import Experiment
 from jaxmem.persistence.local_checkpoints import LocalSlotCheckpoints
+from jaxmem.engine import running_clock
 from jaxmem.engine.device_memory import peak_bytes
 from jaxmem.plan.runs import Run
 from jaxmem.plan.buckets import Bucket, traced_values
@@ -32,6 +33,7 @@ from jaxmem.engine.program import (
     matmul_precision,
     sharded_segment,
 )
+
 
 @dataclasses.dataclass
 class Finished:
@@ -97,8 +99,9 @@ def nbytes(tree) -> int:
 
 def compile_program(exp: Experiment, bucket: Bucket, settings: Settings, slots: int, template: Run, devices) -> Program:
     """Compile the bucket's segment program for `slots` runs, sharded over `devices` (the only compile
-    of a bucket: segment length and early exit are traced arguments)."""
-    start = time.perf_counter()
+    of a bucket: segment length and early exit are traced arguments). Its seconds leave out any time the
+    process was stopped (jaxmem.engine.running_clock)."""
+    start = running_clock.running()
     mesh = Mesh(np.array(devices), ("runs",))
     shard = NamedSharding(mesh, P("runs"))
     on_mesh = lambda a: jax.ShapeDtypeStruct(np.shape(a), a.dtype, sharding=shard)  # noqa: E731
@@ -117,7 +120,7 @@ def compile_program(exp: Experiment, bucket: Bucket, settings: Settings, slots: 
         points = {k: np.asarray([r[k] for r in rows], dyn[k].dtype) for k in rows[0]}
         with matmul_precision(settings, mesh.devices.flat[0].platform):
             final = jax.jit(make_final_eval(exp, bucket.shape_dict)).lower(state, args[0], points).compile()
-    seconds = time.perf_counter() - start
+    seconds = running_clock.running() - start
     return Program(compiled, state, mesh, slots, seconds, peak_bytes(compiled), final, points)
 
 

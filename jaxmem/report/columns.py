@@ -64,7 +64,7 @@ OTHER = {
         "bucket": "the compiled program",
         "shape": "its padded shape, as JSON",
         "slots": "runs it holds at once",
-        "seconds": "compile time",
+        "seconds": "compile time (wall clock, less any time the process was stopped: SIGSTOP, Ctrl-Z)",
         "at": "when it finished (Unix seconds)",
     },
     "meta": {
