@@ -5,6 +5,9 @@ import fcntl
 import logging
 import os
 import socket
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -57,16 +60,39 @@ def test_status_names_a_damaged_lock_file_as_a_stale_lease(tmp_path, capsys):
     assert first.endswith(f": not started ({stale})")
 
 
-@pytest.mark.parametrize("command", ["run", "status"])
-def test_a_directory_in_place_of_the_lock_file_exits_3_naming_it(tmp_path, capsys, command):
+ODD_FILES = {  # what stands in the lock file's place: how to make it, how it is named, how to remove it
+    "directory": (Path.mkdir, "a directory", "rm -r"),
+    "fifo": (os.mkfifo, "a named pipe (FIFO)", "rm"),
+    "dangling symlink": (lambda lock: lock.symlink_to(lock.parent / "nowhere"), "a symbolic link to {nowhere}", "rm"),
+}
+
+
+def answered(call, seconds: float = 20.0):
+    """`call()`'s result, from a thread given `seconds` to answer (a FIFO opened for reading blocks forever;
+    a first run in this process imports JAX)."""
+    result = []
+    threading.Thread(target=lambda: result.append(call()), daemon=True).start()
+    deadline = time.time() + seconds
+    while not result and time.time() < deadline:
+        time.sleep(0.01)
+    assert result, f"no answer within {seconds} s"
+    return result[0]
+
+
+@pytest.mark.parametrize("odd", ODD_FILES)
+def test_no_regular_file_in_place_of_the_lock_file_refuses_a_run_naming_it(tmp_path, capsys, odd):
+    """Issue 36: a FIFO made run and status block forever, a dangling link gave a bare '[Errno 2]'."""
     out, spec = tmp_path / "out", tmp_path / "tiny.toml"
-    (out / ".lock").mkdir(parents=True)
+    make, kind, remove = ODD_FILES[odd]
+    out.mkdir()
     Store(out).close()
-    spec.write_text(TINY)
-    argv = {"run": ["run", str(spec), "--out", str(out), "--quiet"], "status": ["status", str(out)]}[command]
-    assert main(argv) == 3
-    err = capsys.readouterr().err
     lock = out / ".lock"
-    fix = f"remove it (e.g. `rm -r {lock}`) and rerun"
-    assert err == f"jaxmem: error: {lock} is a directory, not jaxmem's lock file; {fix}\n"
-    assert lock.is_dir() and (out / FILENAME).is_file()  # nothing removed
+    make(lock)
+    spec.write_text(TINY)
+    assert answered(lambda: main(["run", str(spec), "--out", str(out), "--quiet"])) == 3
+    kind = kind.format(nowhere=out / "nowhere (missing)")
+    fix = f"remove it (e.g. `{remove} {lock}`) and rerun"
+    assert capsys.readouterr().err == f"jaxmem: error: {lock} is {kind}, not jaxmem's lock file; {fix}\n"
+    assert answered(lambda: main(["status", str(out)])) == 0  # status still answers, with a warning
+    assert capsys.readouterr().out.splitlines()[-1] == f"warning: {lock} is {kind}, not jaxmem's lock file; {fix}"
+    assert os.path.lexists(lock) and (out / FILENAME).is_file()  # nothing removed

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from jaxmem.cli.paths import shipped_matches
 from jaxmem.experiments import code_identity
-from jaxmem.persistence.lock import lock_state, read_lease
+from jaxmem.persistence.lock import UNUSABLE, lock_state, read_lease
 from jaxmem.persistence.progress import Found, finished, inflight, stored_progress
 from jaxmem.persistence.store import FILENAME, Store, elapsed, full, no_space
 
@@ -88,6 +88,8 @@ def status(out: Path) -> str:
         lines.append(f"experiment code: {code_identity.state(meta)}")
     elif changed:
         lines.append(f"warning: experiment code {code_identity.state(meta)}; {CODE_CHANGED_ADVICE}")
+    if lock.startswith(UNUSABLE):  # a FIFO, a directory, a link: status answers, a run is refused
+        lines.append(f"warning: {lock.removeprefix(UNUSABLE + ': ')}")
     if full(out, None):  # read-only, status still answers; what writes there will not
         lines.append(f"warning: {no_space(out, 'a run or report there stops at its first write (exit 4)')}")
     return "\n".join(lines)

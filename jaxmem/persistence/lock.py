@@ -8,6 +8,9 @@ or a dead pid on this host) is taken over with a warning, and so is a lock file 
 lease (damage: a crash, another program) whose flock no process on this host holds. Heartbeats compare
 clocks across hosts, so their clocks must agree to well within LEASE_TIMEOUT (NTP). A run that finds its
 lease taken over (it was frozen for longer than LEASE_TIMEOUT) stops at its next segment end.
+
+Anything but a regular file in the lock file's place (a directory, a FIFO, a symbolic link) is refused with
+one line naming it, and never opened for reading: a FIFO would block, a link lead elsewhere.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import json
 import logging
 import os
 import socket
+import stat
 import threading
 import time
 import uuid
@@ -31,6 +35,8 @@ LEASE_TIMEOUT = 60.0  # seconds without a heartbeat after which a lease is stale
 HEARTBEAT_SECONDS = 5.0
 SETTLE_SECONDS = 0.1  # after writing a lease, wait this long and re-read it: two hosts may have raced
 RECORD_BYTES = 512  # leases are rewritten in place at a fixed width, so a reader never sees an empty file
+NEVER_BLOCKS = os.O_NOFOLLOW | os.O_NONBLOCK  # opening a link fails, opening a FIFO does not wait for a writer
+UNUSABLE = "unusable lock file"  # lock_state of a folder whose lock file is no regular file
 
 log = logging.getLogger("jaxmem")
 
@@ -39,8 +45,43 @@ class LockError(RuntimeError):
     """Another process is running a sweep in this output folder, or its lock file cannot be one."""
 
 
-def not_a_lock_file(path: Path) -> LockError:
-    return LockError(f"{path} is a directory, not jaxmem's lock file; remove it (e.g. `rm -r {path}`) and rerun")
+def not_a_lock_file(path: Path, mode: int) -> LockError:
+    """The error of a lock file whose place holds something of file `mode` other than a regular file."""
+    remove = "rm -r" if stat.S_ISDIR(mode) else "rm"
+    return LockError(
+        f"{path} is {kind_of(path, mode)}, not jaxmem's lock file; remove it (e.g. `{remove} {path}`) and rerun"
+    )
+
+
+def kind_of(path: Path, mode: int) -> str:
+    """What a file of `mode` at `path` is, in words: "a named pipe (FIFO)", "a symbolic link to /x (missing)"."""
+    if stat.S_ISLNK(mode):
+        with contextlib.suppress(OSError):
+            return f"a symbolic link to {os.readlink(path)}" + ("" if path.exists() else " (missing)")
+    kinds = {stat.S_ISDIR: "a directory", stat.S_ISLNK: "a symbolic link", stat.S_ISFIFO: "a named pipe (FIFO)"}
+    return next((name for test, name in kinds.items() if test(mode)), "a socket or device file")
+
+
+def odd_lock_file(path: Path) -> LockError | None:
+    """The error of anything but a regular file at `path` (read with lstat: nothing is opened), None for
+    a regular file or none."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    return None if stat.S_ISREG(mode) else not_a_lock_file(path, mode)
+
+
+def open_lock_file(path: Path, flags: int) -> int:
+    """A descriptor of the regular file at `path` opened with `flags`; LockError for anything else there."""
+    if (odd := odd_lock_file(path)) is not None:
+        raise odd
+    fd = os.open(path, flags | NEVER_BLOCKS, 0o644)  # (something put there since the lstat: checked again)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise not_a_lock_file(path, mode)
+    return fd
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,8 +111,9 @@ def read_record(path: Path, attempts: int = 5) -> tuple[Lease | None, bool]:
     (e.g. on another host) is read again."""
     for _ in range(attempts):
         try:
-            text = path.read_bytes().decode(errors="replace")
-        except OSError:
+            with os.fdopen(open_lock_file(path, os.O_RDONLY), "rb") as handle:
+                text = handle.read().decode(errors="replace")
+        except (OSError, LockError):  # missing, or no regular file (see lock_state)
             return None, False
         lease = parse_lease(text)
         if lease is not None or not text.strip():
@@ -117,9 +159,7 @@ class OutputLock:
     def __enter__(self) -> "OutputLock":
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)  # not O_APPEND: leases are rewritten in place
-        except IsADirectoryError:
-            raise not_a_lock_file(self.path) from None
+            fd = open_lock_file(self.path, os.O_RDWR | os.O_CREAT)  # not O_APPEND: leases are rewritten in place
         except OSError as err:
             raise self._refused(err) from None
         try:
@@ -223,14 +263,17 @@ class OutputLock:
 
 
 def lock_state(out_dir: Path) -> str:
-    """'idle', 'running: <holder>', 'stale lease of <holder> (<reason>)' or 'stale lease: <damage>', for
-    `jaxmem status`; LockError for a directory in the lock file's place."""
+    """'idle', 'running: <holder>', 'stale lease of <holder> (<reason>)', 'stale lease: <damage>', or for
+    anything but a regular file in the lock file's place 'unusable lock file: <what it is, what to do>',
+    for `jaxmem status`."""
     path = Path(out_dir) / ".lock"
-    if not path.exists():
+    try:
+        fd = open_lock_file(path, os.O_RDONLY)  # read-only (the folder may be): a run's lock refuses a shared one
+    except FileNotFoundError:
         return "idle"
-    if path.is_dir():
-        raise not_a_lock_file(path)
-    with open(path) as handle:  # opened read-only (the folder may be): a run's exclusive lock refuses a shared one
+    except LockError as err:
+        return f"{UNUSABLE}: {err}"
+    with os.fdopen(fd) as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
             fcntl.flock(handle, fcntl.LOCK_UN)
