@@ -4,7 +4,12 @@ point, see jaxmem.persistence.store.final_eval_frame), final_eval.png (every met
 axes and the sweep's varying fields, the median over seeds and learning rates with their min–max band;
 dashed: the same runs untrained), the read-offs (`readoff`): final_eval_readoff.csv and a section of
 report.md, and the untrained baseline: each metric at the largest x, trained against untrained (the
-stored `untrained_<metric>` columns: the runs' parameters at initialisation evaluated at the same point)."""
+stored `untrained_<metric>` columns: the runs' parameters at initialisation evaluated at the same point).
+
+A read-off's slope (ln median x* against ln `against`) is judged as every slope is (jaxmem.report.verdicts:
+its 95 % interval inside the expected band, over 3 or more distinct values). A test-time axis along which
+the read-off's metric is equal at every other point (the in-domain error against the OOD noise) does not
+set one read-off apart from another: the read-off is listed once, not once per value of that axis."""
 
 from __future__ import annotations
 
@@ -20,9 +25,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from jaxmem.persistence.untrained import UNTRAINED  # noqa: E402
-from jaxmem.report.capacity.fit import fit_power_law  # noqa: E402
+from jaxmem.report.capacity.fit import fit_line  # noqa: E402
 from jaxmem.report.files import save_figure, write_csv, write_table  # noqa: E402
 from jaxmem.report.text import markdown_table, number  # noqa: E402
+from jaxmem.report.verdicts import Claim, slope_text, slope_verdict, stated  # noqa: E402
 from jaxmem.spec.report_tables import FinalEvalSpec, Readoff  # noqa: E402
 
 COLUMNS = 3
@@ -108,11 +114,25 @@ def stays_from(xs: np.ndarray, ys: np.ndarray, level: float, at_most: bool) -> f
     return float(xs[last_bad[-1] + 1] if len(last_bad) else xs[0])
 
 
-def readoff_table(frame: pd.DataFrame, x: str, readoff: Readoff, axes: list[str], metrics: list[str]) -> pd.DataFrame:
-    """Per run and per value of the other test-time axes: its identity and config, and the read-off
-    x* (column `x_star`)."""
-    keys = ["run_id"] + [a for a in axes if a != x]
-    identity = [c for c in frame.columns if c not in metrics and c != x]
+def idle_axes(frame: pd.DataFrame, x: str, metric: str, axes: list[str]) -> list[str]:
+    """The test-time axes other than `x` along which `metric` is equal at every other point (NaN equal to
+    NaN): they do not change the read-off."""
+    idle = []
+    for axis in (a for a in axes if a != x):
+        keys = ["run_id"] + [a for a in axes if a != axis]
+        if (frame.groupby(keys, sort=False, dropna=False)[metric].nunique(dropna=False) <= 1).all():
+            idle.append(axis)
+    return idle
+
+
+def readoff_table(
+    frame: pd.DataFrame, x: str, readoff: Readoff, axes: list[str], metrics: list[str], idle: list[str] = ()
+) -> pd.DataFrame:
+    """Per run and per value of the other test-time axes but the `idle` ones (idle_axes; left out): its
+    identity and config, and the read-off x* (column `x_star`)."""
+    keys = ["run_id"] + [a for a in axes if a != x and a not in idle]
+    frame = frame[frame[list(idle)].eq(frame[list(idle)].iloc[0]).all(axis=1)] if idle else frame
+    identity = [c for c in frame.columns if c not in metrics and c != x and c not in idle]
     rows = []
     for _, curve in frame.groupby(keys, sort=True):
         curve = curve.sort_values(x)
@@ -121,16 +141,16 @@ def readoff_table(frame: pd.DataFrame, x: str, readoff: Readoff, axes: list[str]
     return pd.DataFrame(rows)
 
 
-def power_slope(x: np.ndarray, y: np.ndarray) -> float:
-    """Least-squares slope of ln y against ln x over the finite positive pairs; NaN with fewer than two."""
+def power_fit(x: np.ndarray, y: np.ndarray) -> dict:
+    """fit_line of ln y against ln x over the finite positive pairs (its slope b with the 95 % interval)."""
     keep = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
-    return fit_power_law(x[keep], y[keep])[0]
+    return fit_line(np.log(x[keep]), np.log(y[keep]))
 
 
 def readoff_summary(table: pd.DataFrame, readoff: Readoff, settings: list[str]) -> tuple[pd.DataFrame, list[dict]]:
     """Per setting and `against` value: median, min, max of x* over seeds (and of the untrained model's,
-    `untrained_x_star`, where the table has it: untrained_median, _min, _max); per setting the slope of
-    ln(median) against ln(against)."""
+    `untrained_x_star`, where the table has it: untrained_median, _min, _max); per setting the fit of
+    ln(median) against ln(against) (power_fit)."""
     by = [c for c in settings if c != readoff.against] + ([readoff.against] if readoff.against else [])
     grouped = table.groupby(by, sort=True, dropna=False)
     summary = grouped["x_star"].agg(["median", "min", "max", "count"]).reset_index()
@@ -142,10 +162,8 @@ def readoff_summary(table: pd.DataFrame, readoff: Readoff, settings: list[str]) 
         others = [c for c in by if c != readoff.against]
         for key, group in summary.groupby(others, sort=True, dropna=False) if others else [((), summary)]:
             key = key if isinstance(key, tuple) else (key,)
-            slope = power_slope(group[readoff.against].to_numpy(float), group["median"].to_numpy(float))
-            slopes.append(
-                {"setting": dict(zip(others, key)), "slope": slope, "points": int(np.isfinite(group["median"]).sum())}
-            )
+            fit = power_fit(group[readoff.against].to_numpy(float), group["median"].to_numpy(float))
+            slopes.append({"setting": dict(zip(others, key)), "fit": fit})
     return summary, slopes
 
 
@@ -164,12 +182,20 @@ def readoff_section(table: pd.DataFrame, summary: pd.DataFrame, slopes: list[dic
         lines.append("| " + " | ".join(cells) + " |")
     for s in slopes:
         where = ", ".join(f"{k}={v}" for k, v in s["setting"].items()) or "all runs"
+        fit, slope = s["fit"], f"slope of ln x* against ln {readoff.against}"
         verdict = ""
-        if readoff.expect_slope is not None and math.isfinite(s["slope"]):
-            lo, hi = readoff.expect_slope
-            verdict = f" (expected [{lo:g}, {hi:g}]: {'PASS' if lo <= s['slope'] <= hi else 'FAIL'})"
-        fit = f"slope of ln x* against ln {readoff.against} = {s['slope']:.3g}"
-        lines.append(f"- {where}: {fit} over {s['points']} finite medians{verdict}")
+        if readoff.expect_slope is not None:
+            band = tuple(readoff.expect_slope)
+            claim = Claim(
+                f"Test-time axes / {readoff.label}",
+                f"{where}: {slope} in [{number(band[0])}, {number(band[1])}]",
+                slope_verdict(fit, band),
+                fit["b"],
+                (fit["b_lo"], fit["b_hi"]),
+                band,
+            )
+            verdict = f"; expected in [{number(band[0])}, {number(band[1])}]: {stated(claim)}"
+        lines.append(f"- {where}: {slope} = {slope_text(fit)} over {fit['n']} finite medians{verdict}")
     return "\n".join(lines)
 
 
@@ -206,9 +232,11 @@ def final_eval_sections(
         sections.append(untrained_section(trained, untrained, x, judged, by))
     tables = []
     for readoff in spec.readoffs:
-        table = readoff_table(trained, x, readoff, axes, list(metrics))
+        idle = idle_axes(trained, x, readoff.metric, axes)
+        table = readoff_table(trained, x, readoff, axes, list(metrics), idle)
         if untrained is not None:  # the same curves in the same order, of the untrained model
-            table[UNTRAINED_X_STAR] = readoff_table(untrained, x, readoff, axes, list(metrics))["x_star"].to_numpy()
+            baseline = readoff_table(untrained, x, readoff, axes, list(metrics), idle)
+            table[UNTRAINED_X_STAR] = baseline["x_star"].to_numpy()
         settings = settings_of(table.drop(columns=["x_star", UNTRAINED_X_STAR], errors="ignore"), x, [])
         summary, slopes = readoff_summary(table, readoff, settings)
         tables.append(table.assign(readoff=readoff.label))

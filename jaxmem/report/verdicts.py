@@ -20,10 +20,19 @@ check the data cannot decide says INCONCLUSIVE, never PASS.
   one lies outside; otherwise INCONCLUSIVE: the range of x cannot tell the laws apart. Always
   INCONCLUSIVE with fewer than 4 distinct x (three parameters fit any three points). Where x takes the
   value 0 only p > 0 is profiled (x^p must exist there).
+- A check with nothing to judge (no cell at the threshold, a single x) is "not testable here", with the
+  reason: never a PASS, nor a yes.
+
+Every verdict is written through `stated`, which renders it for report.md (bold, so that one pattern,
+jaxmem.report.partial.VERDICT, finds them all) and, inside `stating()` (the report writer), records it as
+a Claim for verdicts.json. A diagnostic (a check of a claim another section owns) is rendered without
+bold and recorded with diagnostic = true: one claim, one verdict.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import math
 
@@ -32,7 +41,7 @@ from scipy import stats
 
 from jaxmem.report.text import mean_std, number
 
-PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
+PASS, FAIL, INCONCLUSIVE, NOT_TESTABLE = "PASS", "FAIL", "INCONCLUSIVE", "not testable here"
 CONFIDENCE = 0.95
 MIN_X = 3  # distinct x values a check along x needs
 LAW_MIN_X = 4  # ... and a law against its free-exponent neighbours (three parameters)
@@ -42,12 +51,66 @@ EXPONENT_STEP = 0.01
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
-    outcome: str  # PASS, FAIL or INCONCLUSIVE
+    outcome: str  # PASS, FAIL, INCONCLUSIVE or NOT_TESTABLE
     reason: str = ""
 
-    def text(self) -> str:
-        """e.g. "**PASS**", "**INCONCLUSIVE** (2 distinct x values)"."""
-        return f"**{self.outcome}**" + (f" ({self.reason})" if self.reason else "")
+    def text(self, bold: bool = True) -> str:
+        """e.g. "**PASS**", "**INCONCLUSIVE** (2 distinct x values)"; without `bold` for a diagnostic."""
+        outcome = f"**{self.outcome}**" if bold else self.outcome
+        return outcome + (f" ({self.reason})" if self.reason else "")
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """One verdict as verdicts.json holds it: where report.md states it, what is checked, the measured
+    value and its 95 % interval (where there is one), the band it is checked against (None: an open end)."""
+
+    section: str
+    claim: str
+    verdict: Verdict
+    measured: float | None = None
+    interval: tuple[float, float] | None = None
+    band: tuple[float | None, float | None] | None = None
+    diagnostic: bool = False
+
+    def record(self) -> dict:
+        """The claim as a JSON object (NaN and ±inf as null)."""
+        return {
+            "section": self.section,
+            "claim": self.claim,
+            "measured": finite_or_none(self.measured),
+            "interval": [finite_or_none(v) for v in self.interval] if self.interval else None,
+            "band": [finite_or_none(v) for v in self.band] if self.band else None,
+            "outcome": self.verdict.outcome,
+            "reason": self.verdict.reason,
+            "diagnostic": self.diagnostic,
+        }
+
+
+STATED: contextvars.ContextVar[list[Claim] | None] = contextvars.ContextVar("stated", default=None)
+
+
+@contextlib.contextmanager
+def stating():
+    """Collect every claim `stated` inside the block into the list it yields."""
+    claims: list[Claim] = []
+    token = STATED.set(claims)
+    try:
+        yield claims
+    finally:
+        STATED.reset(token)
+
+
+def stated(claim: Claim) -> str:
+    """The claim's verdict as report.md writes it (plain for a diagnostic), recorded inside `stating()`."""
+    claims = STATED.get()
+    if claims is not None:
+        claims.append(claim)
+    return claim.verdict.text(bold=not claim.diagnostic)
+
+
+def finite_or_none(value) -> float | None:
+    return float(value) if value is not None and math.isfinite(value) else None
 
 
 def decided(ok: bool, reason: str = "") -> Verdict:
@@ -56,6 +119,10 @@ def decided(ok: bool, reason: str = "") -> Verdict:
 
 def inconclusive(reason: str) -> Verdict:
     return Verdict(INCONCLUSIVE, reason)
+
+
+def not_testable(reason: str) -> Verdict:
+    return Verdict(NOT_TESTABLE, reason)
 
 
 def passed(verdict: Verdict | bool) -> str:
@@ -68,9 +135,9 @@ def flat(name: str, verdict: Verdict | None) -> dict:
     return {f"{name}_verdict": verdict.outcome if verdict else "", f"{name}_reason": verdict.reason if verdict else ""}
 
 
-def too_few_x(n_x: int, needed: int = MIN_X) -> Verdict | None:
-    """INCONCLUSIVE with fewer than `needed` distinct x values; None otherwise."""
-    return inconclusive(f"{n_x} distinct x value{'' if n_x == 1 else 's'}") if n_x < needed else None
+def too_few_x(n_x: int, needed: int = MIN_X, noun: str = "distinct x value") -> Verdict | None:
+    """INCONCLUSIVE with fewer than `needed` distinct x values (or other `noun`s); None otherwise."""
+    return inconclusive(f"{n_x} {noun}{'' if n_x == 1 else 's'}") if n_x < needed else None
 
 
 def t_interval(estimate: float, se: float, dof: int) -> tuple[float, float]:

@@ -1,0 +1,60 @@
+"""One rule for every verdict (jaxmem.report.verdicts): a PASS needs an interval inside the claim's band
+from 3 or more distinct x (or the stated minimum), a check with nothing to judge is "not testable here",
+one claim gets one verdict (the rest are diagnostics), and every verdict is recorded in verdicts.json.
+Synthetic frames, no training; each test failed on the code before."""
+
+import numpy as np
+import pandas as pd
+
+from jaxmem.report.final_eval import idle_axes, readoff_section, readoff_summary, readoff_table
+from jaxmem.spec.report_tables import Readoff
+
+READOFF = Readoff("id_error", True, 0.01, "alpha_test", "minimal l_ts (R6.4)", (-1.3, -0.7))
+
+
+def readoff_lines(medians: dict[float, float]) -> list[str]:
+    """The verdict lines of a read-off whose x* per α' is `medians` (three seeds alike)."""
+    table = pd.DataFrame(
+        [{"run_id": f"{a}-{s}", "seed": s, "alpha_test": a, "x_star": v} for a, v in medians.items() for s in range(3)]
+    )
+    summary, slopes = readoff_summary(table, READOFF, ["alpha_test"])
+    return [line for line in readoff_section(table, summary, slopes, READOFF, "l_ts").splitlines() if "slope" in line]
+
+
+def test_a_flat_then_drop_readoff_on_three_points_does_not_pass():
+    """x* = 8, 8, 2 at α' = 0.25, 0.5, 1: slope −1.0, inside [−1.3, −0.7], was "(expected [-1.3, -0.7]: PASS)"."""
+    (line,) = readoff_lines({0.25: 8, 0.5: 8, 1.0: 2})
+    assert line == (
+        "- all runs: slope of ln x* against ln alpha_test = -1.000 ± 0.577 (95 % CI [-8.336, 6.336]) over 3 finite "
+        "medians; expected in [-1.3, -0.7]: **INCONCLUSIVE** (slope CI [-8.336, 6.336] crosses -1.3 and -0.7)"
+    )
+
+
+def test_a_five_point_readoff_whose_interval_crosses_the_band_is_inconclusive():
+    """R6.4-like: slope −1.25 over 5 medians, its 95 % interval [−1.79, −0.71] reaching past −1.3 (was PASS on
+    the point estimate)."""
+    alphas = np.array([0.2, 0.4, 0.6, 0.8, 1.0])
+    (line,) = readoff_lines(dict(zip(alphas, 2.0 * alphas**-1.2 * np.array([1.0, 1.25, 0.8, 1.2, 0.9]))))
+    assert line.endswith(
+        "= -1.250 ± 0.169 (95 % CI [-1.788, -0.7118]) over 5 finite medians; expected in [-1.3, -0.7]: "
+        "**INCONCLUSIVE** (slope CI [-1.788, -0.7118] crosses -1.3)"
+    )
+    (clean,) = readoff_lines(dict(zip(alphas, 2.0 * alphas**-1.0 * np.array([1.0, 1.01, 0.99, 1.0, 1.01]))))
+    assert clean.endswith("expected in [-1.3, -0.7]: **PASS**")
+
+
+def test_a_readoff_equal_along_a_test_time_axis_is_listed_once():
+    """The in-domain error does not depend on the OOD noise: one read-off per run, not one per K'."""
+    rows = []
+    for run, alpha in [(run, alpha) for run in range(2) for alpha in (0.2, 0.4, 0.6)]:
+        for l_ts in (1, 2, 4, 8):
+            for noise in (0.5, 5.0):
+                ood = 1.0 / (l_ts * alpha) + noise
+                rows.append({"run_id": f"r{run}", "seed": 0, "lr": 1.0, "alpha_test": alpha, "l_ts": l_ts})
+                rows[-1].update(ood_noise=noise, id_error=1.0 / (l_ts * alpha), ood_error=ood)
+    frame = pd.DataFrame(rows)
+    axes, metrics = ["alpha_test", "l_ts", "ood_noise"], ["id_error", "ood_error"]
+    assert idle_axes(frame, "l_ts", "id_error", axes) == ["ood_noise"]
+    assert idle_axes(frame, "l_ts", "ood_error", axes) == []
+    table = readoff_table(frame, "l_ts", READOFF, axes, metrics, ["ood_noise"])
+    assert len(table) == 6 and "ood_noise" not in table  # was 12 rows, each result twice
