@@ -52,7 +52,7 @@ def module_experiment(
     config = probe_config(declared, probe)
     reasons: dict[str, str] = {}
     while True:
-        exp, pipeline = _assembled(declared, binding, sample, loss, metrics, logits, config, tuple(reasons))
+        exp, pipeline = _assembled(declared, binding, (sample, loss, metrics), logits, config, probe, tuple(reasons))
         statics = {n: config[n] for n, f in exp.kinds.items() if f.kind == STATIC}
         try:
             pipeline.learned(statics)
@@ -106,18 +106,19 @@ def _as_static(declared: Mapping[str, Field], names: tuple[str, ...]) -> dict[st
     return {n: dataclasses.replace(f, kind=STATIC, ladder=None) if n in names else f for n, f in declared.items()}
 
 
-def _assembled(declared, binding, sample, loss, metrics, logits, config, static_sizes):
-    """The Experiment with the sizes `static_sizes` run static, and its pipeline."""
+def _assembled(declared, binding, functions, logits, config, probe, static_sizes):
+    """The Experiment with the sizes `static_sizes` run static, and its pipeline of the user's `functions`
+    (sample, loss, metrics)."""
     fields, derived = _as_static(declared.fields, static_sizes), _as_static(declared.derived, static_sizes)
     exp = dataclasses.replace(declared, fields=fields, derived=derived)
     pipeline = Pipeline(
+        declared.name,
         binding,
-        sample,
-        loss,
-        metrics,
+        *functions,
         logits,
         sizes=tuple(_sizes(exp, config)),
         static_sizes=static_sizes,
         probe={**_traced(exp, config), **{n: config[n] for n in declared.kinds if declared.kinds[n].kind == SIZE}},
+        probe_given=tuple(probe or {}),
     )
     return dataclasses.replace(exp, init=pipeline.init, loss=pipeline.loss, evaluate=pipeline.evaluate), pipeline

@@ -38,6 +38,9 @@ def from_flax(
         derived from draws must mask past the true sizes in `dyn` (jaxmem.experiments.draws.block_mask).
     loss(prediction, batch, dyn) -> per-example losses; the adapter averages them over the true examples.
     metrics: {name: fn(prediction, batch, dyn) -> per-example values}, averaged likewise ("loss" is added).
+        Per-example values are a 1-D array along an example axis (one that leads an array of the batch or the
+        prediction) or a scalar: a broadcast matrix or a fixed-length slice is refused as the module is built
+        (jaxmem.experiments.adapters.value_shapes).
     fields: the Experiment's fields (size / static / traced / host).
     forward(model, batch, dyn) -> prediction: the model (the bound linen module, or the nnx module) on the
         batch; default `model(batch["x"])`. A prediction may be any pytree of arrays. `dyn` (the run's true

@@ -22,11 +22,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmem.experiments.adapters import layout as lay
+from jaxmem.experiments.adapters import value_shapes as shapes
 from jaxmem.experiments.adapters.stable_keys import HASHED, stable_key
-from jaxmem.experiments.user_errors import ExperimentError
+from jaxmem.experiments.user_errors import ExperimentError, UserCode
 
 PROBE_KEY = np.zeros(2, np.uint32)  # the key data the layout is learnt with (its ratios do not depend on it)
 MODEL_STREAM = 0x30DE1  # the module's key is the run's key folded with this
+USER_CODE = UserCode("module-built experiment")  # tells what the user's functions raised from jaxmem's bugs
 
 
 def keys(key: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -66,10 +68,12 @@ class Unpaddable(Exception):
 
 @dataclasses.dataclass
 class Pipeline:
-    """A module-built experiment's functions on one run (see the module doc). `sizes`: the size fields run
-    padded; `static_sizes`: those run static; `probe`: the probe config's sizes and traced values, at which
-    each static configuration's layout is learnt."""
+    """A module-built experiment's functions on one run (see the module doc). `name`: the experiment's, in
+    messages; `sizes`: the size fields run padded; `static_sizes`: those run static; `probe`: the probe
+    config's sizes and traced values, at which each static configuration's layout is learnt; `probe_given`:
+    those the user's `probe` gave."""
 
+    name: str
     binding: Binding
     sample: Callable
     loss_fn: Callable
@@ -78,6 +82,7 @@ class Pipeline:
     sizes: tuple[str, ...]
     static_sizes: tuple[str, ...]
     probe: dict
+    probe_given: tuple[str, ...]
     layouts: dict = dataclasses.field(default_factory=dict)  # by static configuration
     structures: dict = dataclasses.field(default_factory=dict)  # by shape
 
@@ -165,20 +170,37 @@ class Pipeline:
 
     def learned(self, statics: dict) -> Layout:
         """The layout of a static configuration, learnt at the probe's sizes on first use; raises
-        Unpaddable for sizes the module cannot be padded in."""
+        Unpaddable for sizes the module cannot be padded in, and an ExperimentError for what the user's
+        functions raise or misshape."""
         key = repr(sorted(statics.items()))
         if key not in self.layouts:
-            self.layouts[key] = self._learn(statics)
+            sizes = {f: self.probe[f] for f in self.sizes}
+            at = shapes.probe_text(statics, sizes, self.probe_given)
+            try:
+                self.layouts[key] = self._learn(statics, sizes, at)
+            except Exception as err:
+                if not USER_CODE.raised(err):
+                    raise
+                raise USER_CODE.failure(f"experiment {self.name}: its pipeline at {at}", err) from err
         return self.layouts[key]
 
-    def _learn(self, statics: dict) -> Layout:
-        sizes = {f: self.probe[f] for f in self.sizes}
-        axes, problems = lay.infer_axes(lambda s: self._dims(statics, s), sizes)
+    def _learn(self, statics: dict, sizes: dict, at: str) -> Layout:
+        """The layout at the probe's `sizes` (`at`: they and `statics` in words); the user's per-example values
+        are checked (jaxmem.experiments.adapters.value_shapes) before anything compiles."""
+        probed = self._dims(statics, sizes)
+        axes, problems = lay.infer_axes(lambda s: probed if s == sizes else self._dims(statics, s), sizes)
+        shapes.refuse_misshapen(self.name, self._per_example(), axes, probed, at)
         exponents, scale_problems = lay.exponents(*self._initial_values(statics, sizes))
         problems = {**scale_problems, **problems}
         if problems:
             raise Unpaddable(problems)
         return Layout(axes, exponents)
+
+    def _per_example(self) -> dict[str, tuple[str, Callable]]:
+        """The user's functions of per-example values by the layout's name of their values, each with what it
+        is in a message."""
+        metrics = {f"metrics.{n}": (f"metric {n!r}", fn) for n, fn in self.metric_fns.items()}
+        return {"loss": ("the loss", self.loss_fn), **metrics}
 
     def structure(self, shape) -> tuple[Any, tuple[str, ...]]:
         """The pytree structure of the module's parameters at `shape` (a framework may keep sizes in it, as
