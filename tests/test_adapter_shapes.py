@@ -116,7 +116,7 @@ MISTAKES = {  # mistake: (loss, metric, what the message says)
         [
             r"experiment tiny \(test_adapter_shapes:half_squared_error\): the loss returned an array of shape \(3, 3\)",
             r"\(test_adapter_shapes:squared_error\): metric 'error' returned an array of shape \(3, 3\)",
-            r"prediction of shape \(3, 1\) and batch.y of \(3,\) broadcast to \(3, 3\)",
+            r"perhaps prediction of shape \(3, 1\) met batch.y of \(3,\): they broadcast to \(3, 3\)",
         ],
     ),
     "matrix_loss": (

@@ -91,7 +91,9 @@ def broadcasts(shape: tuple, axes: Mapping[str, Axes], dims: Mapping[str, tuple]
         for theirs in (n for n in dims if n.split(".")[0] == "batch"):
             apart = trailing_one_apart(axis_keys(axes[mine], dims[mine]), axis_keys(axes[theirs], dims[theirs]))
             if apart and broadcast(dims[mine], dims[theirs]) == shape:
-                found.append(f"{mine} of shape {dims[mine]} and {theirs} of {dims[theirs]} broadcast to {shape}")
+                found.append(
+                    f"perhaps {mine} of shape {dims[mine]} met {theirs} of {dims[theirs]}: they broadcast to {shape}"
+                )
     return found
 
 
