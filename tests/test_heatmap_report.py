@@ -232,10 +232,10 @@ def test_write_report_grid_sweep(tmp_path):
     assert csv["reaches"].sum() == sum(stores(H, m) for H in HS for m in MS)
     text = (tmp_path / "report.md").read_text()
     assert "at the largest MLP params (4096): **1024**" in text
-    assert "(256, 512; 10 cells) fails at every MLP params: **yes**" in text
+    assert "below the floor (256, 512; 10 cells) fails at every MLP params: **PASS** (0 of 10 cells reach it)" in text
     assert "| 1024 | 2048 | 0 | 5 |" in text and "| 4096 | 256 | 0 | 5 |" in text and "| 256 | none | 0 | 5 |" in text
-    assert "grows (no boundary counts as above the grid): **yes**" in text
-    assert "falls somewhere as attention params grows: **yes** (MLP params = 2048 at attention params = 1024" in text
+    assert "grows (no boundary counts as above the grid): **PASS**" in text
+    assert "falls somewhere as attention params grows: **PASS** (MLP params = 2048 at attention params = 1024" in text
     assert "| 4096 | 0.438 | 0.448 | **1.000** | **1.000** | **1.000** |" in text  # the y = 4096 row of values
     assert "![heatmap](heatmap.png)" in text
     header = next(line for line in text.splitlines() if line.startswith("| H | m |"))

@@ -7,7 +7,11 @@ import numpy as np
 import pandas as pd
 
 from jaxmem.report.final_eval import idle_axes, readoff_section, readoff_summary, readoff_table
+from jaxmem.report.grid.markdown import boundary_text, floor_text
+from jaxmem.report.grid.tradeoff import analyse
+from jaxmem.report.partial import VERDICT
 from jaxmem.spec.report_tables import Readoff
+from jaxmem.spec.sweep import stored_report_spec
 
 READOFF = Readoff("id_error", True, 0.01, "alpha_test", "minimal l_ts (R6.4)", (-1.3, -0.7))
 
@@ -58,3 +62,35 @@ def test_a_readoff_equal_along_a_test_time_axis_is_listed_once():
     assert idle_axes(frame, "l_ts", "ood_error", axes) == []
     table = readoff_table(frame, "l_ts", READOFF, axes, metrics, ["ood_noise"])
     assert len(table) == 6 and "ood_noise" not in table  # was 12 rows, each result twice
+
+
+# -- heatmap checks: "not testable here" with nothing to judge, else a verdict, never a bold yes / no ------
+
+
+def heatmap_checks(values: dict[tuple[float, float], float]) -> list[str]:
+    """The floor and boundary lines of a heatmap of c_bias over (d, k) whose threshold is at most 0.46."""
+    spec = stored_report_spec({"report": {"heatmap": {"x": "d", "y": "k", "threshold": 0.46, "better": "min"}}}).heatmap
+    cells = pd.DataFrame([{"x": x, "y": y, "c": v} for (x, y), v in values.items()])
+    analysis = analyse(cells.assign(reaches=spec.reaches(cells["c"])))
+    text = floor_text(spec, analysis["floor"], "c", analysis["floor_verdict"]) + "\n" + boundary_text(spec, analysis)
+    return [line for line in text.splitlines() if VERDICT.search(line)]
+
+
+def test_a_heatmap_with_no_cell_at_its_threshold_is_not_testable_here():
+    """e1_phase1_bias: c_bias 0.462–0.497, no cell at or below 0.46 (was "never rises: **yes**")."""
+    lines = heatmap_checks({(d, k): 0.47 + 0.001 * d for d in (8, 16, 32) for k in (1, 2, 4)})
+    assert [line.split(": ")[-1] for line in lines] == [
+        "**not testable here** (no x reaches the threshold at the largest y)",
+        "**not testable here** (no cell reaches the threshold)",
+        "**not testable here** (no cell reaches the threshold)",
+    ]
+
+
+def test_a_heatmap_over_one_x_is_not_testable_and_over_two_inconclusive():
+    """ch4_error_n: a single d (was "never rises: **yes**"); two x cannot decide a trend either."""
+    one = heatmap_checks({(8, k): 0.4 for k in (1, 2, 4)})
+    assert all("**not testable here** (" in line for line in one) and any("(a single x value)" in line for line in one)
+    two = heatmap_checks({(d, k): 0.4 if d == 8 else 0.5 for d in (4, 8) for k in (1, 2, 4)})
+    assert [line.split(": ")[-1] for line in two] == ["**INCONCLUSIVE** (2 distinct x values)"] * 3
+    three = heatmap_checks({(d, k): 0.4 if k >= 64 / d else 0.5 for d in (4, 8, 16, 32) for k in (1, 2, 4, 8)})
+    assert [line.split(": ")[-1].split(" (")[0] for line in three] == ["**PASS**"] * 3

@@ -128,7 +128,11 @@ def test_a_report_of_an_interrupted_grid_sweep_notes_its_heatmap_points_and_chec
     for heading in ("## Heatmap", "### Values", "## Grid points"):
         assert f"{heading} (partial: 5 of 8 runs)" in lines
     assert any(
-        line.endswith("grows (no boundary counts as above the grid): **yes** (on a partial sweep)") for line in lines
+        line.endswith(
+            "grows (no boundary counts as above the grid): **not testable here** (no cell reaches the threshold) "
+            "(on a partial sweep)"
+        )
+        for line in lines
     )
 
 
@@ -158,8 +162,8 @@ def test_marked_notes_headings_and_verdict_lines_but_not_table_cells():
             "| x | verdict |",
             "|---|---|",
             "| 1 | **PASS** |",
-            "- Boundary never rises as d grows: **yes**",
-            "- all runs: slope 1.2 over 3 finite medians (expected [1, 2]: PASS)",
+            "- Boundary never rises as d grows: **not testable here** (a single x value)",
+            "- all runs: slope 1.2 over 3 finite medians; expected in [1, 2]: **PASS**",
             "- Expected: interior minimum: **INCONCLUSIVE** (minimum within the seed spread)",
             "Runs PASS when within 10%.",
         ]
@@ -171,8 +175,8 @@ def test_marked_notes_headings_and_verdict_lines_but_not_table_cells():
         "| x | verdict |",
         "|---|---|",
         "| 1 | **PASS** |",
-        "- Boundary never rises as d grows: **yes** (on a partial sweep)",
-        "- all runs: slope 1.2 over 3 finite medians (expected [1, 2]: PASS) (on a partial sweep)",
+        "- Boundary never rises as d grows: **not testable here** (a single x value) (on a partial sweep)",
+        "- all runs: slope 1.2 over 3 finite medians; expected in [1, 2]: **PASS** (on a partial sweep)",
         "- Expected: interior minimum: **INCONCLUSIVE** (minimum within the seed spread) (on a partial sweep)",
         "Runs PASS when within 10%.",
     ]

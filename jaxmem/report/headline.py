@@ -18,7 +18,7 @@ from jaxmem.report.partial import ON_PARTIAL, VERDICT
 from jaxmem.report.text import row_cells
 
 HEADING = re.compile(r"^(#{2,4}) (.+?)\s*(\(partial: .*\))?$")
-OUTCOME = re.compile(r"\b(PASS|FAIL|INCONCLUSIVE|yes|no)\b")
+OUTCOME = re.compile(r"\*\*(.+?)\*\*")
 
 
 @dataclasses.dataclass(frozen=True)

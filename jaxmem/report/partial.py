@@ -12,9 +12,10 @@ import pandas as pd
 
 from jaxmem.persistence.progress import Found
 from jaxmem.report.export import iso_times
+from jaxmem.report.verdicts import FAIL, INCONCLUSIVE, NOT_TESTABLE, PASS
 
 HEADING = re.compile(r"^#{2,3} ")
-VERDICT = re.compile(r"\*\*(?:PASS|FAIL|INCONCLUSIVE|yes|no)\*\*|\b(?:PASS|FAIL|INCONCLUSIVE)\)")  # bold; "(…: PASS)"
+VERDICT = re.compile(rf"\*\*(?:{PASS}|{FAIL}|{INCONCLUSIVE}|{NOT_TESTABLE})\*\*")  # Verdict.text(): bold
 ON_PARTIAL = "(on a partial sweep)"
 
 

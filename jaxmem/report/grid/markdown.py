@@ -9,6 +9,7 @@ from jaxmem.report.grid.cells import varying_fields
 from jaxmem.report.runs import metric_columns, shown_metric, with_untrained
 from jaxmem.report.success import comparison, judged_metric, metric_label
 from jaxmem.report.text import markdown_table, number
+from jaxmem.report.verdicts import Claim, Verdict, stated
 from jaxmem.spec.report_tables import HeatmapSpec
 from jaxmem.spec.sweep import SuccessRule
 
@@ -36,9 +37,9 @@ def heatmap_section(
         "",
         *(
             [
-                floor_text(spec, analysis["floor"], metric),
+                floor_text(spec, analysis["floor"], metric, analysis["floor_verdict"]),
                 "",
-                boundary_text(spec, analysis["boundary"], analysis["monotonicity"]),
+                boundary_text(spec, analysis),
             ]
             if analysis
             else ["A categorical axis (text values, in sorted order) has no floor or boundary: see the values."]
@@ -58,55 +59,50 @@ def heatmap_section(
     return "\n".join(lines)
 
 
-def floor_text(spec: HeatmapSpec, floor: dict, metric: str) -> str:
-    """The floor in x at the largest y, and whether everything left of it fails."""
+def floor_text(spec: HeatmapSpec, floor: dict, metric: str, verdict: Verdict) -> str:
+    """The floor in x at the largest y, and whether everything left of it fails (`verdict`)."""
     x, y = spec.x_label, spec.y_label
     head = f"### Floor in {x}\n\n"
     y_max = number(floor["y_max"])
     if floor["floor_x"] is None:
-        return head + (
+        lines = [
             f"- No {x} reaches the threshold at the largest {y} ({y_max}): the floor lies above the grid "
             f"({floor['cells_below_reaching']} of {floor['cells_below']} cells reach it at smaller {y})."
-        )
-    found = number(floor["floor_x"])
-    reaching = f"{metric} {comparison(spec.better, spec.threshold)}"
-    lines = [f"- Smallest {x} with {reaching} at the largest {y} ({y_max}): **{found}**"]
-    if not floor["below_x"]:
-        lines.append(f"- That is the smallest {x} of the grid: no floor is visible inside it.")
+        ]
     else:
-        below = ", ".join(number(v) for v in floor["below_x"])
-        verdict = "yes" if floor["clean"] else "no"
-        lines.append(
-            f"- Every cell with {x} below it ({below}; {floor['cells_below']} cells) fails at every {y}: "
-            f"**{verdict}** ({floor['cells_below_reaching']} of them reach the threshold)"
-        )
+        reaching = f"{metric} {comparison(spec.better, spec.threshold)}"
+        lines = [f"- Smallest {x} with {reaching} at the largest {y} ({y_max}): **{number(floor['floor_x'])}**"]
+    shown = floor["floor_x"] is not None and floor["below_x"]
+    below = f" ({', '.join(number(v) for v in floor['below_x'])}; {floor['cells_below']} cells)" if shown else ""
+    claim = Claim(f"Heatmap / Floor in {x}", f"every cell with {x} below the floor fails at every {y}", verdict)
+    lines.append(f"- Every cell with {x} below the floor{below} fails at every {y}: {stated(claim)}")
     return head + "\n".join(lines)
 
 
-def boundary_text(spec: HeatmapSpec, rows: list[dict], mono: dict) -> str:
-    """Per x the smallest y reaching the threshold, and whether it falls as x grows."""
-    x, y = spec.x_label, spec.y_label
+def boundary_text(spec: HeatmapSpec, analysis: dict) -> str:
+    """Per x the smallest y reaching the threshold, whether it never rises and whether it falls as x grows."""
+    x, y, rows = spec.x_label, spec.y_label, analysis["boundary"]
+    section = f"Heatmap / Boundary: smallest {y} per {x}"
     table = markdown_table(
         [x, f"smallest {y} reaching the threshold", "cells above it that fail", "cells"],
         [[r["x"], r["y"] if r["y"] is not None else "none", r["holes"], r["cells"]] for r in rows],
     )
-    bullets = [
-        f"- Boundary never rises as {x} grows (no boundary counts as above the grid): "
-        f"**{'yes' if mono['non_increasing'] else 'no'}**"
-    ]
-    for x1, y1, x2, y2 in mono["violations"]:
+    rises = f"Boundary never rises as {x} grows (no boundary counts as above the grid)"
+    bullets = [f"- {rises}: {stated(Claim(section, rises, analysis['never_rises']))}"]
+    for x1, y1, x2, y2 in analysis["monotonicity"]["violations"]:
         bullets.append(
             f"  - rises from {y} = {number(y1)} at {x} = {number(x1)} to "
             f"{'none' if y2 is None else number(y2)} at {x} = {number(x2)}"
         )
     found = [r for r in rows if r["y"] is not None]
-    falls = f"**{'yes' if mono['tradeoff'] else 'no'}**"
-    if len(found) >= 2:
-        falls += (
-            f" ({y} = {number(found[0]['y'])} at {x} = {number(found[0]['x'])}, "
-            f"{number(found[-1]['y'])} at {number(found[-1]['x'])})"
-        )
-    bullets.append(f"- Trade-off, the smallest {y} reaching the threshold falls somewhere as {x} grows: {falls}")
+    falls = f"Trade-off, the smallest {y} reaching the threshold falls somewhere as {x} grows"
+    ends = (
+        f" ({y} = {number(found[0]['y'])} at {x} = {number(found[0]['x'])}, {number(found[-1]['y'])} at "
+        f"{number(found[-1]['x'])})"
+        if len(found) >= 2
+        else ""
+    )
+    bullets.append(f"- {falls}: {stated(Claim(section, falls, analysis['falls']))}{ends}")
     return f"### Boundary: smallest {y} per {x}\n\n" + table + "\n\n" + "\n".join(bullets)
 
 

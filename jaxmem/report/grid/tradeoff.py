@@ -6,6 +6,14 @@ Works on the (x, y) cells of jaxmem.report.grid.cells.heatmap_cells (a `reaches`
   has no cell reaching at any y.
 - Boundary: for each x, the smallest y reaching the threshold (None when no y does). A trade-off
   between the axes shows as a boundary that never rises with x and falls somewhere.
+
+Each is judged under the one rule (jaxmem.report.verdicts): "not testable here" with nothing to judge (a
+single x; no cell reaching the threshold; for the floor, none at the largest y or none below it), else
+INCONCLUSIVE with fewer than 3 distinct x. The floor PASSes when every cell below it fails and FAILs when
+one reaches. The boundary FAILs "never rises" on a rise and PASSes otherwise, and PASSes "falls somewhere"
+on a fall and FAILs otherwise, each only once the boundary is found at 3 or more x (a rise, to a higher
+y or to no boundary, is seen between any two). Cells are means over seeds, read against the threshold:
+the grid, not an interval, decides.
 """
 
 from __future__ import annotations
@@ -13,6 +21,8 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+
+from jaxmem.report.verdicts import Verdict, decided, not_testable, too_few_x
 
 
 def floor(cells: pd.DataFrame) -> dict:
@@ -62,9 +72,53 @@ def monotonicity(rows: list[dict]) -> dict:
     }
 
 
+def untestable(cells: pd.DataFrame) -> Verdict | None:
+    """ "not testable here" for a single x or no cell reaching the threshold, INCONCLUSIVE for 2 x; else None."""
+    n_x = cells["x"].nunique()
+    if n_x == 1:
+        return not_testable("a single x value")
+    if not cells["reaches"].any():
+        return not_testable("no cell reaches the threshold")
+    return too_few_x(n_x)
+
+
+def floor_verdict(cells: pd.DataFrame, found: dict) -> Verdict:
+    """Whether every cell left of the floor (`found`: floor) fails at every y."""
+    if found["floor_x"] is None:
+        return not_testable("no x reaches the threshold at the largest y")
+    if not found["below_x"]:
+        return not_testable("the floor is the smallest x of the grid")
+    unknown = untestable(cells)
+    if unknown is not None:
+        return unknown
+    return decided(found["clean"], f"{found['cells_below_reaching']} of {found['cells_below']} cells reach it")
+
+
+def boundary_verdicts(cells: pd.DataFrame, rows: list[dict], mono: dict) -> tuple[Verdict, Verdict]:
+    """The boundary (`rows`: boundary; `mono`: monotonicity) never rises, and falls somewhere."""
+    unknown = untestable(cells)
+    if unknown is not None:
+        return unknown, unknown
+    found = sum(r["y"] is not None for r in rows)
+    few = too_few_x(found, noun="x value with a boundary")
+    steps = len(mono["violations"])
+    rises = decided(False, f"{steps} rise{'' if steps == 1 else 's'}") if steps else few or decided(True)
+    return rises, few or decided(mono["tradeoff"], "" if mono["tradeoff"] else "it never falls")
+
+
 def analyse(cells: pd.DataFrame) -> dict:
-    """floor, boundary rows and the boundary's monotonicity of a cells table; {} when it is empty."""
+    """floor, boundary rows, the boundary's monotonicity and the verdicts (floor_verdict, never_rises,
+    falls) of a cells table; {} when it is empty."""
     if cells.empty:
         return {}
-    rows = boundary(cells)
-    return {"floor": floor(cells), "boundary": rows, "monotonicity": monotonicity(rows)}
+    rows, found = boundary(cells), floor(cells)
+    mono = monotonicity(rows)
+    never_rises, falls = boundary_verdicts(cells, rows, mono)
+    return {
+        "floor": found,
+        "boundary": rows,
+        "monotonicity": mono,
+        "floor_verdict": floor_verdict(cells, found),
+        "never_rises": never_rises,
+        "falls": falls,
+    }
