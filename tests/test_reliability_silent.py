@@ -128,3 +128,12 @@ def test_a_compile_stopped_by_sigstop_leaves_the_stopped_time_out():
         child.kill()
         child.wait()
     assert wall >= 2.0 and 0 < seconds < wall - 1.5
+
+
+def test_the_dry_runs_peak_memory_is_never_zero(capsys):
+    """It said 'peak memory per device: 0.0 MiB' beside a bucket over the budget (the largest of none that
+    fit), and for a bucket of a few KiB."""
+    over = ["--memory-cap", "1MiB", "--set", "fixed.d=512", "--set", "fixed.N=512"]
+    for extra, peak in (([], "9.9 KiB (the largest bucket's)"), (over, "over the budget of 1.0 MiB in 1 bucket(s)\n")):
+        code, stdout, _ = call(capsys, "run", SPEC, "--dry-run", *extra)
+        assert code == 0 and f"peak memory per device: {peak}" in stdout

@@ -54,5 +54,18 @@ def sized_line(secs: float, over_budget: int, platform: str) -> str:
     return f"sized for this machine: at most about {duration(secs)} here"
 
 
-def gib(nbytes: float) -> str:
-    return f"{nbytes / 2**30:.2f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.1f} MiB"
+def peak_line(peak: float, over_budget: int, budget: float) -> str:
+    """The dry run's peak memory per device: the largest bucket's, or, when buckets are over the memory
+    budget (their sizes are in their lines), the budget they exceed and the largest bucket that fits (it
+    said 0.0 MiB, the largest of none, when no bucket fit)."""
+    if not over_budget:
+        return f"peak memory per device: {size_text(peak)} (the largest bucket's)"
+    fitting = f"; the largest bucket that fits: {size_text(peak)}" if peak else ""
+    return f"peak memory per device: over the budget of {size_text(budget)} in {over_budget} bucket(s){fitting}"
+
+
+def size_text(nbytes: float) -> str:
+    """'1.50 GiB', '12.0 MiB', '9.8 KiB' (a tiny bucket's state, which was '0.0 MiB')."""
+    if nbytes >= 2**30:
+        return f"{nbytes / 2**30:.2f} GiB"
+    return f"{nbytes / 2**20:.1f} MiB" if nbytes >= 2**20 else f"{nbytes / 2**10:.1f} KiB"

@@ -128,7 +128,7 @@ def _plan(spec: SweepSpec, memory_cap: float | int, compile: bool, out: Path | N
         *sweep.plan.describe(),
         f"first round: {len(sweep.pending)} runs in {len(groups)} buckets on {n} {sweep.target.platform} device(s); "
         f"compiles: {len(groups)} now, at most {_compile_bound(sweep)} over the sweep",
-        f"memory budget: {sweep.budget / 2**30:.2f} GiB per device ({_cap(memory_cap, sweep.target)})",
+        f"memory budget: {estimate.size_text(sweep.budget)} per device ({_cap(memory_cap, sweep.target)})",
     ]
     peak, over = 0, 0
     for bucket, runs in groups.items():
@@ -199,7 +199,7 @@ def _totals(sweep, groups: dict, peak: int, over: int) -> list[str]:
             f"compiles, {sweep.plan.estimate.rounds} rounds of the first round's programs: {estimate.duration(secs)}"
         )
     lines += [
-        f"  peak memory per device: {estimate.gib(peak)} (the largest bucket's)",
+        "  " + estimate.peak_line(peak, over, sweep.budget),
         "  " + estimate.sized_line(secs, over, platform),
     ]
     return lines
