@@ -6,10 +6,13 @@ Synthetic frames, no training; each test failed on the code before."""
 import numpy as np
 import pandas as pd
 
+from jaxmem.report.capacity.ratio import ratio_summary
 from jaxmem.report.final_eval import idle_axes, readoff_section, readoff_summary, readoff_table
 from jaxmem.report.grid.markdown import boundary_text, floor_text
 from jaxmem.report.grid.tradeoff import analyse
 from jaxmem.report.partial import VERDICT
+from jaxmem.report.trajectory.escape import escape_verdict, fit_line
+from jaxmem.report.trajectory.markdown import escape_claim
 from jaxmem.spec.report_tables import Readoff
 from jaxmem.spec.sweep import stored_report_spec
 
@@ -94,3 +97,39 @@ def test_a_heatmap_over_one_x_is_not_testable_and_over_two_inconclusive():
     assert [line.split(": ")[-1] for line in two] == ["**INCONCLUSIVE** (2 distinct x values)"] * 3
     three = heatmap_checks({(d, k): 0.4 if k >= 64 / d else 0.5 for d in (4, 8, 16, 32) for k in (1, 2, 4, 8)})
     assert [line.split(": ")[-1].split(" (")[0] for line in three] == ["**PASS**"] * 3
+
+
+# -- a stated minimum of points: the escape-time law and the ratio in range --------------------------------
+
+
+def escape_row(x: list[float], y: list[float], predicted: float) -> dict:
+    row = {"crossing": "relation learned", "predicted": predicted, **fit_line(x, y)}
+    row["ratio"] = row["slope"] / predicted
+    verdict = escape_verdict(row, 0.1)
+    return {**row, "verdict": verdict.outcome, "reason": verdict.reason}
+
+
+def test_an_escape_law_on_two_runs_is_inconclusive_and_written_bold():
+    """Two runs lie on their line exactly: slope = predicted, no standard error (was "| PASS |", which the
+    partial-sweep pattern and the gallery missed)."""
+    two = escape_row([1.0, 2.0], [10.0, 20.0], 10.0)
+    assert (two["verdict"], two["reason"]) == ("INCONCLUSIVE", "2 distinct x values")
+    assert VERDICT.search(escape_claim(two, "all runs", 0.1))
+    five = escape_row([1.0, 2.0, 3.0, 4.0, 5.0], [10.1, 19.9, 30.0, 40.1, 49.9], 10.0)
+    assert escape_claim(five, "all runs", 0.1) == "**PASS**"
+    off = escape_row([1.0, 2.0, 3.0, 4.0, 5.0], [12.1, 23.9, 36.0, 48.1, 59.9], 10.0)
+    assert escape_claim(off, "all runs", 0.1).startswith("**FAIL** (slope CI [")
+
+
+def test_a_ratio_range_check_on_one_point_is_inconclusive():
+    """One grid point with its median inside [1, 3]: was "1 of 1, **PASS**"."""
+    spec = stored_report_spec({"report": {"ratio": {"expr": "n / d", "expect": [1, 3]}}, "search": {"variable": "n"}})
+    (ratio,) = spec.ratios
+
+    def summary(medians: list[float]) -> str:
+        table = pd.DataFrame({"median": medians, "min": medians, "max": medians, "n": 3})
+        return ratio_summary(ratio, table)
+
+    assert summary([2.0]).endswith("medians in [1, 3]: 1 of 1, **INCONCLUSIVE** (1 point).")
+    assert summary([2.0, 2.5, 1.5]).endswith("3 of 3, **PASS**.")
+    assert summary([2.0, 4.0]).endswith("1 of 2, **FAIL**.")  # a median outside contradicts it at any count

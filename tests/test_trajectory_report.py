@@ -240,14 +240,14 @@ def test_fig5_sweep_crossings_plateau_and_escape_law(tmp_path):
             assert fit["slope_se"] == pytest.approx(se, rel=1e-6)
             assert fit["predicted"] == pytest.approx(1 / (LR * lam))
             assert fit["ratio"] == pytest.approx(factor, rel=1e-9)
-            assert fit["within"] == (model == "population")
+            assert fit["verdict"] == ("PASS" if model == "population" else "FAIL")
             assert fit["n"] == n
 
     # report.md: every section, the verdicts and the predicted slopes
     for heading in ("## Trajectories", "### Crossing times", "### Plateaus", "### Escape-time law"):
         assert heading in text
     assert "![trajectory](trajectory.png)" in text and "![escape](escape.png)" in text
-    assert text.count("| PASS |") == 2 and text.count("| FAIL |") == 2
+    assert text.count("| **PASS** |") == 2 and text.count("| **FAIL** (slope CI [") == 2
     assert "130.6" in text and "342.1" in text  # 1/(lr λ_r), 1/(lr λ_s)
     assert "ln |A| = 3.466" in text and "ln D = 2.079" in text
     assert "20 runs with recorded trajectories (20 finished)" in text
@@ -280,7 +280,7 @@ def test_gradient_flow_time_units_for_crossings_and_escape(tmp_path):
     fig5_store(tmp_path, {"trajectory": spec}, models=("population",))
     text = report(tmp_path).read_text()
     assert "fitted slope [times per unit x]" in text and "13.06" in text  # 1/λ_r in time units
-    assert text.count("| PASS |") == 1 and "| FAIL |" not in text
+    assert text.count("| **PASS** |") == 1 and "FAIL" not in text
     assert "relation learned [time]" in text
 
 

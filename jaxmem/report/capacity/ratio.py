@@ -1,6 +1,7 @@
 """Per-point ratios of a search sweep ([report] ratio): an expression of the searched variable and the
 config (e.g. n / n_cnt) over the searches answered inside their range, as the median and min–max of
-each grid point, and how many point medians lie inside the expected range."""
+each grid point, and how many point medians lie inside the expected range: PASS when every one does, over
+3 or more points (jaxmem.report.verdicts: INCONCLUSIVE below), FAIL when one does not."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from jaxmem.report.capacity.points import point_table
 from jaxmem.report.capacity.searches import usable_mask, x_column
 from jaxmem.report.expressions import row_values
 from jaxmem.report.text import number
+from jaxmem.report.verdicts import MIN_X, Claim, decided, stated, too_few_x
 from jaxmem.spec.report_tables import Ratio, ReportSpec
 
 STATS = ("median", "min", "max")
@@ -55,5 +57,9 @@ def ratio_summary(ratio: Ratio, table: pd.DataFrame) -> str:
         return text + "."
     lo, hi = ratio.expect
     inside = int(table["median"].between(lo, hi).sum())
-    verdict = "PASS" if inside == len(table) else "FAIL"
-    return text + f"; medians in [{number(lo)}, {number(hi)}]: {inside} of {len(table)}, **{verdict}**."
+    outside = decided(False) if inside < len(table) else None
+    verdict = outside or too_few_x(len(table), MIN_X, "point") or decided(True)
+    claim = Claim(
+        "Capacity", f"{ratio.label}: every point median in [{number(lo)}, {number(hi)}]", verdict, band=(lo, hi)
+    )
+    return text + f"; medians in [{number(lo)}, {number(hi)}]: {inside} of {len(table)}, {stated(claim)}."

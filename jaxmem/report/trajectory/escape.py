@@ -2,9 +2,11 @@
 least squares per crossing and group, next to a predicted slope (e.g. 1/(lr·λ_r), Nichani et al. §6.3).
 
 Per (crossing, group) the points are the runs that crossed: x = the `escape.x` expression of the run's
-config, y = the crossing in `escape.y` units (step or time = step · lr). The slope's standard error is
-sqrt(Σ residual² / (n − 2) / Σ (x − x̄)²) (n ≥ 3); the predicted slope is an expression over the config
-fields constant within the group; ratio = fitted / predicted, within tolerance when |ratio − 1| ≤ tol.
+config, y = the crossing in `escape.y` units (step or time = step · lr). The slope, its standard error and
+95 % interval are jaxmem.report.capacity.fit.fit_line's; the predicted slope is an expression over the
+config fields constant within the group; ratio = fitted / predicted. The verdict is the one rule's
+(jaxmem.report.verdicts.slope_verdict): PASS when the slope's 95 % interval lies inside predicted · [1 − tol,
+1 + tol], which needs 3 or more distinct x among the runs that crossed (INCONCLUSIVE below).
 """
 
 from __future__ import annotations
@@ -14,40 +16,41 @@ import math
 import numpy as np
 import pandas as pd
 
+from jaxmem.report.capacity.fit import fit_line as line_fit
 from jaxmem.report.text import group_labels
 from jaxmem.report.trajectory.data import common_names
 from jaxmem.report.trajectory.stages import crossing_column
+from jaxmem.report.verdicts import Verdict, slope_verdict
 from jaxmem.spec.expr import ExpressionError, evaluate
 from jaxmem.spec.report_tables import TrajectorySpec
 
+NAMES = {"n": "n", "n_x": "n_x", "b": "slope", "a": "intercept", "b_se": "slope_se", "b_lo": "slope_lo"}
+NAMES.update(b_hi="slope_hi", r2="r2")
+
 
 def fit_line(x, y) -> dict:
-    """Least squares y ≈ intercept + slope · x: n, slope, intercept, slope_se, r2 (NaN where undefined:
-    fewer than two distinct x for the slope, fewer than three points for its error)."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    n = int(x.size)
-    out = {"n": n, "slope": math.nan, "intercept": math.nan, "slope_se": math.nan, "r2": math.nan}
-    if n < 2 or np.unique(x).size < 2:
-        return out
-    xm, ym = x.mean(), y.mean()
-    sxx = float(((x - xm) ** 2).sum())
-    slope = float(((x - xm) * (y - ym)).sum() / sxx)
-    intercept = float(ym - slope * xm)
-    residuals = y - (intercept + slope * x)
-    ss_res, ss_tot = float((residuals**2).sum()), float(((y - ym) ** 2).sum())
-    out.update(slope=slope, intercept=intercept, r2=1.0 - ss_res / ss_tot if ss_tot > 0 else math.nan)
-    if n >= 3:
-        out["slope_se"] = math.sqrt(ss_res / (n - 2) / sxx)
-    return out
+    """jaxmem.report.capacity.fit.fit_line of y on x under the escape table's names: n, n_x, slope,
+    intercept, slope_se, slope_lo, slope_hi (its 95 % interval), r2."""
+    fit = line_fit(x, y)
+    return {name: fit[key] for key, name in NAMES.items()}
+
+
+def escape_verdict(row: dict, tolerance: float) -> Verdict | None:
+    """The fitted slope of `row` (fit_line, predicted) against predicted · [1 − tol, 1 + tol]; None
+    without a prediction."""
+    if not math.isfinite(row["predicted"]):
+        return None
+    band = sorted(row["predicted"] * (1 + side * tolerance) for side in (-1, 1))
+    return slope_verdict({"n_x": row["n_x"], "b_lo": row["slope_lo"], "b_hi": row["slope_hi"]}, tuple(band))
 
 
 def escape_fits(stages: pd.DataFrame, spec: TrajectorySpec, fields: list[str]) -> pd.DataFrame:
-    """One row per (crossing, group): crossing, group, runs (in the group), n (runs that crossed), the
-    fit_line numbers, predicted, ratio and within (bool, or None without a prediction)."""
+    """One row per (crossing, group): crossing, group, runs (in the group), the fit_line numbers (n: runs
+    that crossed), predicted, ratio, verdict and reason (escape_verdict; "" without a prediction)."""
     escape = spec.escape
-    columns = ["crossing", "group", "runs", "n", "slope", "intercept", "slope_se", "r2", "predicted", "ratio"]
+    columns = ["crossing", "group", "runs", *NAMES.values(), "predicted", "ratio", "verdict", "reason"]
     if escape is None or stages.empty:
-        return pd.DataFrame(columns=columns + ["within"])
+        return pd.DataFrame(columns=columns)
     labels = group_labels(stages, list(escape.group_by))
     rows = []
     for crossing in spec.crossings:
@@ -63,13 +66,10 @@ def escape_fits(stages: pd.DataFrame, spec: TrajectorySpec, fields: list[str]) -
             }
             row["predicted"] = predicted_slope(escape.predicted.get(crossing.label), runs, fields)
             row["ratio"] = row["slope"] / row["predicted"] if row["predicted"] else math.nan
-            row["within"] = (
-                bool(math.isfinite(row["ratio"]) and abs(row["ratio"] - 1) <= escape.tolerance)
-                if crossing.label in escape.predicted
-                else None
-            )
+            verdict = escape_verdict(row, escape.tolerance)
+            row.update(verdict=verdict.outcome if verdict else "", reason=verdict.reason if verdict else "")
             rows.append(row)
-    return pd.DataFrame(rows, columns=columns + ["within"])
+    return pd.DataFrame(rows, columns=columns)
 
 
 def predicted_slope(expression, runs: pd.DataFrame, fields: list[str]) -> float:

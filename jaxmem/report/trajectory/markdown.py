@@ -17,6 +17,7 @@ from jaxmem.report.text import DASH, markdown_table, number, percent, spread
 from jaxmem.report.trajectory.plot import Level
 from jaxmem.report.trajectory.rates import RATES_CSV
 from jaxmem.report.trajectory.stages import crossing_column, plateau_column
+from jaxmem.report.verdicts import Claim, Verdict, confidence, stated
 from jaxmem.spec.report_tables import TrajectorySpec
 
 MAX_RUN_ROWS = 40
@@ -168,9 +169,9 @@ def escape_section(fits: pd.DataFrame, ratios: pd.DataFrame, spec: TrajectorySpe
     for r in fits.to_dict("records"):
         slope = number(r["slope"])
         if math.isfinite(r["slope_se"]):
-            slope += f" ± {number(r['slope_se'])}"
-        verdict = DASH if r["within"] is None or not math.isfinite(r["ratio"]) else ("PASS" if r["within"] else "FAIL")
+            slope += f" ± {number(r['slope_se'])}{confidence(r['slope_lo'], r['slope_hi'])}"
         group = r["group"] if escape.group_by else "all runs"
+        verdict = escape_claim(r, group, escape.tolerance) if r["verdict"] else DASH
         ratio = number(r["ratio"], 3)
         rows.append([r["crossing"], group, f"{r['n']}/{r['runs']}", slope, r["r2"], r["predicted"], ratio, verdict])
     headers = [
@@ -187,9 +188,10 @@ def escape_section(fits: pd.DataFrame, ratios: pd.DataFrame, spec: TrajectorySpe
         "### Escape-time law",
         "",
         f"Least squares of each crossing (in {escape.y}s) against x = `{escape.x}` ({escape.x_label}) over the runs "
-        "that crossed, slope ± its standard error; predicted slopes are expressions of the config "
+        "that crossed, slope ± its standard error (95 % CI); predicted slopes are expressions of the config "
         f"(`{', '.join(f'{k} = {v}' for k, v in escape.predicted.items()) or 'none given'}`); ratio = fitted / "
-        f"predicted, PASS when within {tolerance}.",
+        f"predicted. PASS when the slope's 95 % interval lies within {tolerance} of the predicted slope, which "
+        "needs 3 or more distinct x among the runs that crossed; INCONCLUSIVE where the runs cannot decide.",
         "",
         markdown_table(headers, rows),
     ]
@@ -207,6 +209,20 @@ def escape_section(fits: pd.DataFrame, ratios: pd.DataFrame, spec: TrajectorySpe
     if plot_name is not None:
         lines += ["", f"![escape]({plot_name})"]
     return "\n".join(lines)
+
+
+def escape_claim(fit: dict, group: str, tolerance: float) -> str:
+    """The verdict of one escape fit (jaxmem.report.trajectory.escape.escape_fits' row) as report.md writes it."""
+    interval = sorted(fit[side] / fit["predicted"] for side in ("slope_lo", "slope_hi"))
+    claim = Claim(
+        "Trajectories / Escape-time law",
+        f"{fit['crossing']} ({group}): fitted / predicted slope within {percent(tolerance)}",
+        Verdict(fit["verdict"], fit["reason"]),
+        fit["ratio"],
+        tuple(interval),
+        (1 - tolerance, 1 + tolerance),
+    )
+    return stated(claim)
 
 
 def rates_section(rates: pd.DataFrame, trends: pd.DataFrame, spec: TrajectorySpec) -> str:
