@@ -6,13 +6,16 @@ Synthetic frames, no training; each test failed on the code before."""
 import numpy as np
 import pandas as pd
 
+from jaxmem.report.capacity.linear import linear_section
 from jaxmem.report.capacity.ratio import ratio_summary
 from jaxmem.report.final_eval import idle_axes, readoff_section, readoff_summary, readoff_table
 from jaxmem.report.grid.markdown import boundary_text, floor_text
 from jaxmem.report.grid.tradeoff import analyse
 from jaxmem.report.partial import VERDICT
+from jaxmem.report.relations import expectations, relation_rows, summarise
 from jaxmem.report.trajectory.escape import escape_verdict, fit_line
 from jaxmem.report.trajectory.markdown import escape_claim
+from jaxmem.report.verdicts import stating
 from jaxmem.spec.report_tables import Readoff
 from jaxmem.spec.sweep import stored_report_spec
 
@@ -133,3 +136,38 @@ def test_a_ratio_range_check_on_one_point_is_inconclusive():
     assert summary([2.0]).endswith("medians in [1, 3]: 1 of 1, **INCONCLUSIVE** (1 point).")
     assert summary([2.0, 2.5, 1.5]).endswith("3 of 3, **PASS**.")
     assert summary([2.0, 4.0]).endswith("1 of 2, **FAIL**.")  # a median outside contradicts it at any count
+
+
+# -- one law, one verdict: a linear fit of a relation's law is a diagnostic ---------------------------------
+
+LAW = {"x": "alpha**-2", "expect_slope": [0, float("inf")], "min_r2": 0.9}
+
+
+def test_a_law_checked_as_a_relation_and_a_linear_fit_gets_one_verdict_and_one_diagnostic():
+    """ch2_alpha: N* = a + b·α*⁻² as a relation (its medians) and as fit_linear (per-point means), was two
+    verdicts ("b in [0, inf]: **PASS**" and "**INCONCLUSIVE**"), now one verdict and one diagnostic."""
+    answers = {0.42: [40, 48, 128], 0.46: [32, 40, 30], 0.5: [24, 20, 26]}
+    searches = pd.DataFrame(
+        [
+            {"point": f"a{a}", "alpha": a, "seed": seed, "capacity": n, "censored": ""}
+            for a, ns in answers.items()
+            for seed, n in enumerate(ns)
+        ]
+    )
+    relation = {"label": "R2.2: N* = a + b·α*^-2", "y": "capacity", "fit": "linear", **LAW}
+    spec = stored_report_spec({"report": {"fit_linear": LAW, "relation": relation}, "search": {"variable": "n"}})
+    (rel,) = spec.relations
+    with stating() as claims:
+        _, (fit,) = summarise(rel, relation_rows(rel, pd.DataFrame(), searches))
+        verdicts = expectations(rel, fit)
+        fits = linear_section(spec.fit_linear, searches, "n", spec.relations)
+    row = next(line for line in fits.splitlines() if line.startswith("| n = a + b · alpha**-2"))
+    assert row.endswith(
+        '| diagnostic, not a verdict (the claim is the relation "R2.2: N* = a + b·α*^-2"): b in [0, inf]: '
+        "INCONCLUSIVE (slope CI spans 0); R² ≥ 0.9: INCONCLUSIVE (3 distinct x values: a + b·x^p fits any 3 points) |"
+    )
+    assert not VERDICT.search(row) and VERDICT.search(verdicts)
+    assert [(c.section, c.diagnostic) for c in claims] == [("Relations / R2.2: N* = a + b·α*^-2", False)] * 2 + [
+        ("Linear fits", True)
+    ] * 2
+    assert len(VERDICT.findall(linear_section(spec.fit_linear, searches, "n"))) == 2  # no relation: verdicts

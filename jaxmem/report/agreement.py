@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from jaxmem.report.capacity.linear import passed
 from jaxmem.report.files import write_csv
 from jaxmem.report.runs import PREFIX, config_fields
 from jaxmem.report.text import markdown_table, number
+from jaxmem.report.verdicts import Claim, decided, stated
 from jaxmem.spec.report_agreement import Agreement
 
 IDENTITY = ("seed", "lr")
@@ -71,7 +71,7 @@ def agreement_section(agreement: Agreement, table: pd.DataFrame) -> str:
     body = []
     for metric, group in table.groupby("metric", sort=True):
         worst = float(group["rel_diff"].max())
-        verdict = "–" if agreement.rtol is None else passed(bool(worst <= agreement.rtol))
+        verdict = "–" if agreement.rtol is None else stated(agreed(agreement, metric, worst))
         body.append([metric, len(group), number(group["abs_diff"].max()), number(worst), verdict])
     expected = f" ≤ {number(agreement.rtol)}" if agreement.rtol is not None else ""
     others = ", ".join(str(v) for v in table[agreement.field].unique())
@@ -82,6 +82,13 @@ def agreement_section(agreement: Agreement, table: pd.DataFrame) -> str:
     headers = ["metric", "pairs", "largest abs. Δ", "largest rel. Δ", f"expected{expected}"]
     lines += ["", markdown_table(headers, body)]
     return "\n".join(lines)
+
+
+def agreed(agreement: Agreement, metric: str, worst: float) -> Claim:
+    """The claim that `metric` agrees within rtol: its largest relative difference over the pairs."""
+    check = f"{metric}: largest relative difference ≤ {number(agreement.rtol)}"
+    verdict = decided(worst <= agreement.rtol)
+    return Claim(f"Agreement / {agreement.label}", check, verdict, worst, None, (0.0, agreement.rtol))
 
 
 def agreement_sections(

@@ -40,7 +40,7 @@ from jaxmem.report.expressions import row_values
 from jaxmem.report.files import write_csv
 from jaxmem.report.relations_plot import plot_relations
 from jaxmem.report.text import group_labels, markdown_table, mean_std, number
-from jaxmem.report.verdicts import Verdict, decided, flat, inconclusive, passed, slope_text, too_few_x
+from jaxmem.report.verdicts import Claim, Verdict, decided, flat, inconclusive, slope_text, stated, too_few_x
 from jaxmem.spec.report_relations import Relation
 from jaxmem.spec.tables import names_of
 
@@ -256,14 +256,17 @@ def summarise(relation: Relation, rows: pd.DataFrame) -> tuple[pd.DataFrame, lis
 
 def expectations(relation: Relation, result: dict) -> str:
     """e.g. "b in [0.5, 2] (95 % CI [0.8, 1.3]): **PASS**; ρ ≥ 0.8: **FAIL**"; "–" without expectations."""
-    parts = fit_checks(relation, result)
+    section, subject = f"Relations / {relation.label}", f"{result['group']}: " if relation.group_by else ""
+    parts = fit_checks(relation, result, section, subject)
     if result["rank_verdict"] is not None:
         side = "≥ " if relation.rank == "increasing" else "≤ −"
-        parts.append(f"ρ {side}{number(relation.min_rank)}: {passed(result['rank_verdict'])}")
-    if result["monotone_verdict"] is not None:
-        parts.append(f"medians {relation.monotone} in x: {passed(result['monotone_verdict'])}")
-    if result["minimum_verdict"] is not None:
-        parts.append(f"interior minimum: {passed(result['minimum_verdict'])}")
+        band = (relation.min_rank, None) if relation.rank == "increasing" else (None, -relation.min_rank)
+        check = f"ρ {side}{number(relation.min_rank)}"
+        claim = Claim(section, subject + check, result["rank_verdict"], result["spearman"], None, band)
+        parts.append(f"{check}: {stated(claim)}")
+    for check, key in ((f"medians {relation.monotone} in x", "monotone"), ("interior minimum", "minimum")):
+        if result[f"{key}_verdict"] is not None:
+            parts.append(f"{check}: {stated(Claim(section, subject + check, result[f'{key}_verdict']))}")
     return "; ".join(parts) or "–"
 
 

@@ -172,11 +172,6 @@ def slope_verdict(fit: dict, band: tuple[float, float]) -> Verdict:
     return inconclusive(f"slope CI {interval(low, high)} crosses {crossed}")
 
 
-def slope_check(band: tuple[float, float], verdict: Verdict) -> str:
-    """e.g. "b in [0, inf]: **PASS**"."""
-    return f"b in [{number(band[0])}, {number(band[1])}]: {passed(verdict)}"
-
-
 def confidence(low: float, high: float) -> str:
     """ " (95 % CI [low, high])", or "" without an interval."""
     return f" (95 % CI {interval(low, high)})" if math.isfinite(low) and math.isfinite(high) else ""

@@ -15,7 +15,7 @@ from jaxmem.report.capacity.searches import group_columns, usable_mask, varying_
 from jaxmem.report.runs import metric_columns, with_untrained
 from jaxmem.report.success import better, judged_metric, metric_label, rule_text
 from jaxmem.report.text import DASH, markdown_table, mean_std, number
-from jaxmem.report.verdicts import confidence, passed
+from jaxmem.report.verdicts import Claim, confidence, stated
 from jaxmem.spec.report_tables import ReportSpec
 from jaxmem.spec.sweep import SuccessRule
 
@@ -145,7 +145,10 @@ def slope_section(summary: dict) -> str:
         ]
     if summary["expect_slope"] is not None:
         lo, hi = summary["expect_slope"]
-        lines.append(f"- Expected slope in [{number(lo)}, {number(hi)}]: {passed(summary['pass'])}")
+        check = f"Expected slope in [{number(lo)}, {number(hi)}]"
+        interval = (summary["slope_lo"], summary["slope_hi"])
+        claim = Claim("Fitted slope", check, summary["pass"], summary["slope"], interval, (lo, hi))
+        lines.append(f"- {check}: {stated(claim)}")
     if summary["collapse"] is not None:
         lines += ["", collapse_section(summary["collapse"], summary["x"])]
     return "\n".join(lines)

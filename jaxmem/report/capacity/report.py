@@ -46,7 +46,8 @@ def write_capacity_report(
     answered = searches[usable_mask(searches, x_column(report_spec, searches))]
     flagged = non_monotone_note(searches, runs, report_spec.search_goal, report_spec.search_answer)
     sections = [capacity_section(report_spec, searches, variable, rule, planned) + flagged, slope_section(summary)]
-    sections += [linear_section(report_spec.fit_linear, answered, variable), bits_section(summary)]
+    sections += [linear_section(report_spec.fit_linear, answered, variable, report_spec.relations)]
+    sections.append(bits_section(summary))
     if summary["n_points"] > 0:
         written.append(plot_capacity(Path(out_dir) / "capacity.png", report_spec, searches, summary))
         sections.append("## Plot\n\n![capacity](capacity.png)")
