@@ -83,7 +83,7 @@ def test_a_report_of_an_interrupted_search_sweep_says_it_is_partial(tmp_path):
     capacity = [line for line in lines if line.startswith("| 8 |") or line.startswith("| 16 |")]
     assert " 3/3 |" in capacity[0] and " 1/3 (2 not finished) |" in capacity[1]
     assert "- Expected slope in [0.5, 1.5]: **INCONCLUSIVE** (2 distinct x values) (on a partial sweep)" in lines
-    assert "**PASS** (on a partial sweep)." in text  # the ratio's verdict line
+    assert "**INCONCLUSIVE** (2 points) (on a partial sweep)." in text  # the ratio's verdict: 2 points, 3 needed
     assert "## Sweep (partial" not in text and "## Runs (partial" not in text
 
 
