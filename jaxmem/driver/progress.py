@@ -19,6 +19,7 @@ class Progress:
         self.searches = (0, 0)
         self.runs_this_session = 0
         self.last_log = 0.0
+        self.stopping = False  # a stop was noted: from then on only what concerns it is shown
         self.bar = (
             None
             if quiet
@@ -46,7 +47,12 @@ class Progress:
         if self.bar is not None:
             self.bar.stop()
 
-    def note(self, message: str) -> None:
+    def note(self, message: str, stopping: bool = False) -> None:
+        """Show `message`; once a note concerning a stop (`stopping`) was shown, only such notes are: a
+        stop ends in a few lines, not in notes of the work it abandons (a compile, a restore) racing in."""
+        self.stopping |= stopping
+        if self.stopping and not stopping:
+            return
         if self.bar is not None:
             self.bar.console.log(message)
         else:

@@ -179,7 +179,7 @@ class Sweep:
         self.turn = 0
         self.settings = settings_of(spec)
         self.stop_signal: int | None = None
-        self.watch = Watch(lambda message: self.progress.note(message), hard_exit)
+        self.watch = Watch(lambda message: self.progress.note(message, self.stop_signal is not None), hard_exit)
         self.busy: BucketRunner | None = None  # the runner whose segment the driver waits for
         self.plan = planner.plan(spec, self.exp, self.target, pinned_plan(store, spec))
         self.layout = Layout(spec, self.exp, self.plan.knobs, self.target.platform, self.target.count, self.budget)
@@ -587,7 +587,7 @@ class Sweep:
             return
         self.stop_signal = self.stop_signal or signum
         self.watch.stop_requested(self.stop_signal)
-        self.progress.note(f"{signal.Signals(signum).name} received: finishing the current segment and saving")
+        self.progress.note(f"{signal.Signals(signum).name} received: finishing the current segment and saving", True)
 
     def _check_signal(self, compiling: bool = False) -> None:
         """Stop (Interrupted) if a signal asked for it, after checkpointing every runner; `compiling`:
