@@ -225,7 +225,7 @@ def test_write_report_grid_sweep(tmp_path):
     report_spec = options({"title": "trade-off", "heatmap": HEATMAP}, train)
     runs = expanded(grid_runs())
     paths = write_report(tmp_path, report_spec, pd.DataFrame(), runs, {}, train)
-    assert [p.name for p in paths] == ["heatmap.csv", "heatmap.png", "report.md"]
+    assert [p.name for p in paths] == ["heatmap.csv", "heatmap.png", "verdicts.json", "report.md"]
     assert (tmp_path / "heatmap.png").read_bytes()[:8] == PNG_MAGIC
     csv = pd.read_csv(tmp_path / "heatmap.csv")
     assert len(csv) == 25 and {"x", "y", "max_metric", "final_exact_accuracy", "n_success", "reaches"} <= set(csv)
@@ -265,7 +265,7 @@ def test_heatmap_over_a_text_field_is_categorical(tmp_path):
 def test_write_report_grid_sweep_without_heatmap(tmp_path):
     raw = grid_runs(seeds=(0,)).drop(columns="final_metrics")  # an old store: no final_metrics column
     paths = write_report(tmp_path, options({}), pd.DataFrame(), expanded(raw), {})
-    assert [p.name for p in paths] == ["report.md"]
+    assert [p.name for p in paths] == ["verdicts.json", "report.md"]
     text = (tmp_path / "report.md").read_text()
     assert "## Grid points" in text and "Heatmap" not in text
     assert "| H | m | seeds | best lr | max_metric | final loss |" in text
@@ -345,7 +345,7 @@ def test_report_from_a_store_expands_final_metrics_in_runs_csv(tmp_path):
 def test_search_sweep_before_its_first_search_is_not_a_grid(tmp_path):
     _, runs = search_and_runs()
     paths = write_report(tmp_path, options({"heatmap": HEATMAP}), pd.DataFrame(), runs, {})
-    assert [p.name for p in paths] == ["report.md"]
+    assert [p.name for p in paths] == ["verdicts.json", "report.md"]
     text = (tmp_path / "report.md").read_text()
     assert "Grid points" not in text and "Heatmap" not in text and "Probe runs: 12" in text
 

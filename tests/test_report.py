@@ -223,7 +223,7 @@ def test_write_report_files(tmp_path):
     searches = mlp_searches()
     meta = {"spec": "nichani24/mlp_am", "preset": "tiny", "device": "cpu", "wall_time_s": 125.0, "git": "abc"}
     paths = write_report(tmp_path, spec, searches, runs_frame(), meta)
-    assert [p.name for p in paths] == ["capacity.csv", "capacity.png", "report.md"]
+    assert [p.name for p in paths] == ["capacity.csv", "capacity.png", "verdicts.json", "report.md"]
     assert (tmp_path / "capacity.png").read_bytes()[:8] == PNG_MAGIC
 
     csv = pd.read_csv(tmp_path / "capacity.csv")
@@ -251,7 +251,7 @@ def test_write_report_fail_verdict_without_groups(tmp_path):
 def test_write_report_empty_searches(tmp_path):
     empty = pd.DataFrame(columns=["point", "seed", "variable", "capacity", "censored", "params", "bits"])
     paths = write_report(tmp_path, options({"fit": "N*log(N)", "group_by": ["m_over_d"]}), empty, runs_frame(), {})
-    assert [p.name for p in paths] == ["report.md"]
+    assert [p.name for p in paths] == ["verdicts.json", "report.md"]
     assert not (tmp_path / "capacity.png").exists()
     text = (tmp_path / "report.md").read_text()
     assert "Probe runs: 4" in text and "Fitted slope" not in text
@@ -367,4 +367,4 @@ def test_capacity_tables_show_the_effective_config(tmp_path):
         table = pd.read_csv(tmp_path / name)
         assert (table["M"] == "N").all() and (table["m"] == 1).all() and not table["mlp_bias"].any(), name
     assert pd.read_csv(tmp_path / "capacity.csv")["d"].tolist() == [8, 16]  # sorted by x (params = d²)
-    assert "- N/M: point medians 1–1 over 2 points" in text and "**PASS**" in text
+    assert "- N/M: point medians 1–1 over 2 points" in text and "**INCONCLUSIVE** (2 points)" in text

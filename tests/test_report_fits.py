@@ -162,7 +162,7 @@ def test_write_report_with_linear_fit_ratio_and_success_map(tmp_path):
     searches = searches_frame()
     paths = write_report(tmp_path, options(table), searches, runs_frame(searches), {}, success=RULE)
     names = [p.name for p in paths]
-    assert names == ["capacity.csv", "capacity.png", "success_map.csv", "success_map.png", "report.md"]
+    assert names == ["capacity.csv", "capacity.png", "success_map.csv", "success_map.png", "verdicts.json", "report.md"]
     assert (tmp_path / "success_map.png").read_bytes()[:8] == PNG_MAGIC
     csv = pd.read_csv(tmp_path / "capacity.csv")
     assert {"n*/n_cnt median", "n*/n_cnt min", "n*/n_cnt max"} <= set(csv.columns)
@@ -186,7 +186,7 @@ def test_a_search_sweep_without_a_finished_search_still_maps_its_probes(tmp_path
     paths = write_report(
         tmp_path, options(table), searches.iloc[:0], runs_frame(searches), {}, success=RULE, search_variable="n"
     )
-    assert [p.name for p in paths] == ["success_map.csv", "success_map.png", "report.md"]
+    assert [p.name for p in paths] == ["success_map.csv", "success_map.png", "verdicts.json", "report.md"]
     text = (tmp_path / "report.md").read_text()
     assert "No search has finished yet" in text and "| 1 | 4: 0/4 · 8: 0/4 · 12: 0/4 · 16: 4/4" in text
 
@@ -313,7 +313,7 @@ def test_write_report_grid_phase_diagram(tmp_path):
     spec = stored_report_spec({"report": {"heatmap": heatmap}, "train": {"metric": "test_error"}})
     spec = dataclasses.replace(spec, heatmap=dataclasses.replace(spec.heatmap, better="min", threshold=1e-2))
     paths = write_report(tmp_path, spec, pd.DataFrame(), phase_runs(), {}, success=RULE)
-    assert [p.name for p in paths] == ["heatmap.csv", "heatmap.png", "report.md"]
+    assert [p.name for p in paths] == ["heatmap.csv", "heatmap.png", "verdicts.json", "report.md"]
     cells = pd.read_csv(tmp_path / "heatmap.csv")
     assert cells.loc[(cells["x"] == 1) & (cells["y"] == 16), "success_rate"].item() == 0.5
     text = (tmp_path / "report.md").read_text()

@@ -3,8 +3,12 @@ from 3 or more distinct x (or the stated minimum), a check with nothing to judge
 one claim gets one verdict (the rest are diagnostics), and every verdict is recorded in verdicts.json.
 Synthetic frames, no training; each test failed on the code before."""
 
+import json
+
 import numpy as np
 import pandas as pd
+
+from jaxmem.report import write_report
 
 from jaxmem.report.capacity.linear import linear_section
 from jaxmem.report.capacity.ratio import ratio_summary
@@ -171,3 +175,63 @@ def test_a_law_checked_as_a_relation_and_a_linear_fit_gets_one_verdict_and_one_d
         ("Linear fits", True)
     ] * 2
     assert len(VERDICT.findall(linear_section(spec.fit_linear, searches, "n"))) == 2  # no relation: verdicts
+
+
+# -- verdicts.json: every verdict report.md states, in one machine-readable form ---------------------------
+
+
+def test_verdicts_json_holds_every_verdict_of_report_md_and_the_diagnostics(tmp_path):
+    """A ch2_alpha-like search sweep: the relation's two checks, the ratio's, the linear fit's two as
+    diagnostics; one entry per claim with its measured value, interval, band, outcome and reason."""
+    answers = {0.42: [40, 48, 56], 0.46: [32, 40, 36], 0.5: [24, 28, 26]}
+    searches = pd.DataFrame(
+        [
+            {"point": f"a{a}", "seed": seed, "alpha": a, "variable": "n", "capacity": float(n), "first_failure": n / 2}
+            | {"censored": "", "rounds": 3, "probes": 3, "non_monotone": False, "params": 100.0, "bits": np.nan}
+            | {"status": "done"}
+            for a, ns in answers.items()
+            for seed, n in enumerate(ns)
+        ]
+    )
+    relation = {"label": "R2.2", "y": "capacity", "fit": "linear", **LAW}
+    ratio = {"expr": "n * alpha**2", "label": "N*·α*²", "expect": [5, 10]}
+    table = {"x": "alpha", "fit_linear": LAW, "relation": relation, "ratio": ratio}
+    spec = stored_report_spec({"report": table, "search": {"variable": "n", "goal": "smallest"}})
+    paths = write_report(tmp_path, spec, searches, pd.DataFrame(), {"spec": "ch2_alpha", "preset": "quick"})
+    assert [p.name for p in paths][-2:] == ["verdicts.json", "report.md"]
+    stated = json.loads((tmp_path / "verdicts.json").read_text())
+    assert (stated["spec"], stated["preset"], stated["seeds"], stated["partial"]) == (
+        "ch2_alpha",
+        "quick",
+        [0, 1, 2],
+        "",
+    )
+    entries = stated["verdicts"]
+    text = (tmp_path / "report.md").read_text()
+    verdicts = [e for e in entries if not e["diagnostic"]]
+    assert len(verdicts) == len(VERDICT.findall(text)) == 3  # the ratio's, the relation's b and R²
+    assert [e["section"] for e in entries] == [
+        "Capacity",
+        "Linear fits",
+        "Linear fits",
+        "Relations / R2.2",
+        "Relations / R2.2",
+    ]
+    slope = entries[3]
+    assert slope["claim"] == "b in [0, inf]" and slope["band"] == [0.0, None] and slope["outcome"] == "PASS"
+    assert slope["interval"][0] > 0 and slope["interval"][0] < slope["measured"] < slope["interval"][1]
+    assert entries[0]["outcome"] == "PASS" and entries[0]["band"] == [5.0, 10.0]
+    assert entries[1]["diagnostic"] and entries[1]["claim"] == "n = a + b · alpha**-2: b in [0, inf]"
+    assert all(e["preset"] == "quick" and e["seeds"] == [0, 1, 2] for e in entries)
+    assert set(entries[0]) == {
+        "section",
+        "claim",
+        "measured",
+        "interval",
+        "band",
+        "outcome",
+        "reason",
+        "diagnostic",
+        "preset",
+        "seeds",
+    }

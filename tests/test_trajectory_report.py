@@ -295,7 +295,7 @@ def test_sweep_without_trajectories_writes_nothing_trajectory_related(tmp_path):
         assert not (tmp_path / name).exists()
     assert "Trajectories" not in text and "Crossing" not in text
     paths = write_report(tmp_path / "direct", options({}), pd.DataFrame(), pd.DataFrame(), {}, None, pd.DataFrame())
-    assert [p.name for p in paths] == ["report.md"]
+    assert [p.name for p in paths] == ["verdicts.json", "report.md"]
 
 
 def test_mid_sweep_runs_in_flight_get_their_config_from_the_plan(tmp_path):

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import json
 import math
 
 import numpy as np
@@ -107,6 +108,16 @@ def stated(claim: Claim) -> str:
     if claims is not None:
         claims.append(claim)
     return claim.verdict.text(bold=not claim.diagnostic)
+
+
+def verdicts_json(claims: list[Claim], meta: dict, seeds: list[int], partial: str) -> str:
+    """verdicts.json: every claim report.md states, in its order, each entry with the sweep's preset and
+    seeds (so entries of many reports can be pooled), under the spec, preset, seeds and `partial` (report.md's
+    line on an unfinished sweep, "" when finished). Numbers: NaN and ±inf are null (an open band end)."""
+    preset, seeds = meta.get("preset", ""), sorted(int(s) for s in seeds)
+    entries = [{**claim.record(), "preset": preset, "seeds": seeds} for claim in claims]
+    top = {"spec": meta.get("spec", ""), "preset": preset, "seeds": seeds, "partial": partial, "verdicts": entries}
+    return json.dumps(top, indent=1, ensure_ascii=False) + "\n"
 
 
 def finite_or_none(value) -> float | None:

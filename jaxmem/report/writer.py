@@ -3,7 +3,8 @@
 Search sweeps get the capacity files (jaxmem.report.capacity), grid sweeps the heatmap and per-point
 metrics (jaxmem.report.grid), sweeps with recorded trajectories the trajectory files
 (jaxmem.report.trajectory); given the stored runs and the experiment, report.md also holds the rejected
-instances, the host reference checks (jaxmem.report.checks) and the compiled programs.
+instances, the host reference checks (jaxmem.report.checks) and the compiled programs. verdicts.json holds
+every verdict report.md states, one entry per claim (jaxmem.report.verdicts.verdicts_json).
 
 Every output is a function of the results alone: the tables are put in the store's canonical row order
 first (jaxmem.persistence.store.ORDER), and a best run is chosen by value, then learning rate, then
@@ -32,6 +33,7 @@ from jaxmem.report.trajectory.report import write_trajectory_report
 from jaxmem.report.agreement import agreement_sections
 from jaxmem.report.final_eval import final_eval_sections
 from jaxmem.report.relations import relation_sections
+from jaxmem.report.verdicts import stating, verdicts_json
 from jaxmem.spec.report_tables import ReportSpec
 from jaxmem.spec.sweep import SuccessRule
 
@@ -93,23 +95,28 @@ def write_report(
     train_metric = (train_spec or {}).get("metric")
     written: list[Path] = []
     results = []
-    if not searches.empty:
-        per_point = partial.per_point if partial is not None else None
-        results += write_capacity_report(
-            out_dir, report_spec, searches, runs, success, train_metric, written, planned=per_point
-        )
-    elif is_grid_sweep(runs):
-        results += write_grid_report(out_dir, report_spec, runs, success, train_metric, written)
-    elif search_variable and report_spec.success_map is not None and not runs.empty:
-        results.append(write_success_map(out_dir, report_spec, searches, runs, search_variable, written))
-    axes = spec_axes(raw_runs) if raw_runs is not None else None
-    results += write_trajectory_report(out_dir, report_spec, trajectories, runs, planned, written, axes)
-    if final_eval is not None:
-        metrics = list(experiment.metrics) if experiment is not None else []
-        results += final_eval_sections(out_dir, report_spec.final_eval, final_eval, final_axes or [], metrics, written)
-    results += relation_sections(out_dir, report_spec.relations, runs, searches, written)
-    results += agreement_sections(out_dir, report_spec.agreements, runs, written)
+    with stating() as claims:  # every verdict the sections state, for verdicts.json
+        if not searches.empty:
+            per_point = partial.per_point if partial is not None else None
+            results += write_capacity_report(
+                out_dir, report_spec, searches, runs, success, train_metric, written, planned=per_point
+            )
+        elif is_grid_sweep(runs):
+            results += write_grid_report(out_dir, report_spec, runs, success, train_metric, written)
+        elif search_variable and report_spec.success_map is not None and not runs.empty:
+            results.append(write_success_map(out_dir, report_spec, searches, runs, search_variable, written))
+        axes = spec_axes(raw_runs) if raw_runs is not None else None
+        results += write_trajectory_report(out_dir, report_spec, trajectories, runs, planned, written, axes)
+        if final_eval is not None:
+            metrics = list(experiment.metrics) if experiment is not None else []
+            results += final_eval_sections(
+                out_dir, report_spec.final_eval, final_eval, final_axes or [], metrics, written
+            )
+        results += relation_sections(out_dir, report_spec.relations, runs, searches, written)
+        results += agreement_sections(out_dir, report_spec.agreements, runs, written)
     headline = partial.headline() if partial is not None else ""
+    seeds = {int(seed) for frame in (runs, searches) if "seed" in frame for seed in frame["seed"].dropna()}
+    written.append(write_text(out_dir / "verdicts.json", verdicts_json(claims, meta, seeds, headline)))
     sections = [f"# {report_spec.title or 'Capacity report'}", headline, meta_section(meta)]
     sections += [marked(s, partial) for s in results]
     sections.append(runs_section(runs, success))
