@@ -136,11 +136,6 @@ def not_testable(reason: str) -> Verdict:
     return Verdict(NOT_TESTABLE, reason)
 
 
-def passed(verdict: Verdict | bool) -> str:
-    """The verdict as report.md writes it; a bool is PASS or FAIL."""
-    return (verdict if isinstance(verdict, Verdict) else decided(bool(verdict))).text()
-
-
 def flat(name: str, verdict: Verdict | None) -> dict:
     """A verdict as two table columns, `<name>_verdict` and `<name>_reason` (empty without a check)."""
     return {f"{name}_verdict": verdict.outcome if verdict else "", f"{name}_reason": verdict.reason if verdict else ""}
@@ -181,6 +176,16 @@ def slope_verdict(fit: dict, band: tuple[float, float]) -> Verdict:
         return inconclusive("slope CI spans 0")
     crossed = " and ".join(number(edge) for edge, out in ((lo, low < lo), (hi, high > hi)) if out)
     return inconclusive(f"slope CI {interval(low, high)} crosses {crossed}")
+
+
+def slope_band(band: tuple[float, float]) -> str:
+    """e.g. "b in [0, inf]"."""
+    return f"b in [{number(band[0])}, {number(band[1])}]"
+
+
+def slope_check(band: tuple[float, float], verdict: Verdict) -> str:
+    """e.g. "b in [0, inf]: **PASS**"."""
+    return f"{slope_band(band)}: {verdict.text()}"
 
 
 def confidence(low: float, high: float) -> str:

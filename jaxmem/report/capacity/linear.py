@@ -19,7 +19,7 @@ import pandas as pd
 from jaxmem.report.capacity.fit import fit_line, moments
 from jaxmem.report.expressions import row_values
 from jaxmem.report.text import group_labels, markdown_table, mean_std, number
-from jaxmem.report.verdicts import Claim, law_verdict, slope_text, slope_verdict, stated
+from jaxmem.report.verdicts import Claim, law_verdict, slope_band, slope_text, slope_verdict, stated
 from jaxmem.spec.report_relations import Relation
 from jaxmem.spec.report_tables import LinearFit
 
@@ -65,10 +65,9 @@ def fit_checks(spec, result: dict, section: str, subject: str = "", diagnostic: 
     them, each stated (jaxmem.report.verdicts), e.g. ["b in [2, 4]: **PASS**", "R² ≥ 0.9: **FAIL** (R² = 0.71)"]."""
     parts = []
     if result["slope_verdict"] is not None:
-        lo, hi = spec.expect_slope
-        check = f"b in [{number(lo)}, {number(hi)}]"
+        band, check = spec.expect_slope, slope_band(spec.expect_slope)
         interval = (result["b_lo"], result["b_hi"])
-        claim = Claim(section, subject + check, result["slope_verdict"], result["b"], interval, (lo, hi), diagnostic)
+        claim = Claim(section, subject + check, result["slope_verdict"], result["b"], interval, band, diagnostic)
         parts.append(f"{check}: {stated(claim)}")
     if result["r2_verdict"] is not None:
         check = f"R² ≥ {number(spec.min_r2)}"
