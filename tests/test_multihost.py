@@ -14,10 +14,22 @@ import pytest
 import jaxmem
 from helpers import RESULT_COLUMNS, TINY_SPEC, jaxmem_cli
 from jaxmem.cli.main import main
-from jaxmem.driver.distributed import Cluster, DistributedError, cluster_from, owned
+from jaxmem.cli.status import status
+from jaxmem.driver.distributed import (
+    LEFT,
+    PEER_TIMEOUT_S,
+    Cluster,
+    DistributedError,
+    cluster_from,
+    lost_text,
+    owned,
+    seen_at,
+    silent,
+)
 from jaxmem.driver.sweep import EXIT_TERMINATED, run_sweep
 from jaxmem.persistence.local_checkpoints import LocalSlotCheckpoints
 from jaxmem.persistence.lock import OutputLock
+from jaxmem.persistence.progress import PLANNED, planned
 from jaxmem.persistence.shards import merge_shards, shard_dir
 from jaxmem.spec.sweep import load
 from jaxmem.persistence.store import Store, StoreError
@@ -114,6 +126,15 @@ def test_units_are_partitioned_disjointly_and_completely():
     assert shares == [owned(units, i, 3) for i in range(3)]
 
 
+def test_a_peer_whose_beat_stops_is_lost_after_the_timeout_and_one_that_left_never_is():
+    """Was: a killed process went unnoticed until the runtime aborted the others (SIGABRT, a C++ trace)."""
+    seen = seen_at({1: (None, 0.0), 2: (None, 0.0), 3: (None, 0.0)}, {1: "7", 2: "7"}, now=1.0)
+    seen = seen_at(seen, {1: "8", 2: LEFT}, now=2.0)  # 1 beats on, then stops; 2 leaves; 3 never beats
+    assert silent(seen, now=PEER_TIMEOUT_S - 0.5) == [] and silent(seen, now=PEER_TIMEOUT_S) == [3]
+    assert silent(seen_at(seen, {1: "8", 2: LEFT}, now=2.0 + PEER_TIMEOUT_S), now=2.0 + PEER_TIMEOUT_S) == [1, 3]
+    assert lost_text([1], 2).startswith("process 1 of 2 stopped answering")
+
+
 # -- the store shards ---------------------------------------------------------------------------------
 def fake_run(run_id: str) -> dict:
     return {
@@ -159,6 +180,18 @@ def test_merging_shards_into_a_full_store_says_so_and_keeps_both(tmp_path):
         merge_shards(store, tmp_path, remove=True)
     assert len(store.table("runs")) == 0 and (shard_dir(tmp_path, 0) / "results.sqlite").is_file()
     store.close()
+
+
+def test_status_counts_the_runs_in_the_shards_a_stopped_job_left(tmp_path):
+    """Was: 'not started ... 0 runs done' while the shards of a job whose process died held its runs."""
+    store = Store(tmp_path)
+    store.set_meta({PLANNED: planned(points=2, seeds=2, learning_rates=1, search=False)})
+    store.close()
+    make_shard(tmp_path, 0, ["a", "b"])
+    make_shard(tmp_path, 1, ["b", "c"])
+    lines = status(tmp_path).splitlines()
+    assert lines[0].endswith("interrupted") and lines[1].startswith("3 of 4 runs done")
+    assert lines[2].startswith("compiles: 2") and "resume with `jaxmem run" in lines[3]
 
 
 # -- process-local checkpoints ---------------------------------------------------------------------------
@@ -234,4 +267,27 @@ def test_a_stopped_job_resumes_from_its_shards_and_checkpoints(tmp_path, single)
     assert len(jaxmem.load_results(out)) > 0, "process 0 merged the runs finished before the stop"
     assert any((out / "shards").glob("p*/checkpoints/*/*")), "the shards keep their in-flight checkpoints"
     assert [code for code, _ in finish(start_job(out))] == [0, 0]
+    assert_same_results(out, single)
+
+
+@pytest.mark.slow  # 35-45 s: the survivor waits PEER_TIMEOUT_S (20 s) for the dead process's beat
+def test_a_killed_process_stops_the_other_with_one_line_and_the_job_resumes(tmp_path, single):
+    """kill -9 of process 1 mid-sweep: process 0 exits 5 within 60 s, naming process 1 and the resume
+    command, without the runtime's C++ abort (was: exit 134 with a stack trace after 100 s, then status
+    'not started ... 0 runs done' beside shards holding the runs); its resume equals an undisturbed run."""
+    out = tmp_path / "killed"
+    first, second = start_job(out)
+    deadline = time.time() + 120
+    while time.time() < deadline and not any((out / "shards" / "p1").glob("checkpoints/*/*")):
+        time.sleep(0.1)
+    second.kill()
+    killed = time.time()
+    [(code, output)] = finish([first], timeout=90)
+    assert code == EXIT_DISTRIBUTED and time.time() - killed < 60, output
+    assert "Check failure" not in output and "Terminating process" not in output
+    [line] = [line for line in output.splitlines() if line.startswith("jaxmem: ")]
+    assert "process 1 of 2 stopped answering" in line and f"resume with `jaxmem run {TINY_SPEC} --out {out}`" in line
+    stored = int(status(out).splitlines()[1].split()[0])
+    assert stored > 0, "status counts the runs in the shards"
+    assert finish([jaxmem_cli("run", TINY_SPEC, "--out", out, "--quiet")])[0][0] == 0  # one process resumes
     assert_same_results(out, single)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import functools
+import json
 import logging
 import os
 import sys
@@ -172,7 +174,7 @@ def output_folder(args, spec) -> Path:
 
 def _run(args) -> int:
     from jaxmem.cli import views
-    from jaxmem.cli.status import ORIGIN
+    from jaxmem.cli.status import ORIGIN, resume_command
     from jaxmem.driver import distributed
     from jaxmem.driver import sweep as driver
     from jaxmem.engine import compile_cache
@@ -203,8 +205,10 @@ def _run(args) -> int:
         if count > 1:
             from jaxmem.driver.multihost import run_process
 
+            resume = resume_command({ORIGIN: json.dumps(noted[ORIGIN]), "preset": spec.preset or ""}, out)
+            lost = functools.partial(peer_lost, resume)
             report = run_process(
-                spec, out, process_id, count, quiet=args.quiet, memory_cap=args.memory_cap, noted=noted
+                spec, out, process_id, count, lost, quiet=args.quiet, memory_cap=args.memory_cap, noted=noted
             )
         else:
             report = driver.run_sweep(
@@ -231,6 +235,17 @@ def _run(args) -> int:
     else:
         print(f"results: {out}/results.sqlite\nreport:  {report}")
     return 0
+
+
+def peer_lost(resume: str, what: str) -> None:
+    """End this process of a multi-process job that lost a peer (`what` happened), from the thread that
+    saw it: one line, DistributedError's exit code, at once (the runtime would abort it, with a C++ trace)."""
+    from jaxmem.driver.distributed import DistributedError
+
+    print(f"jaxmem: error: {what}; resume with `{resume}` (one process, or the whole job again)", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(exit_code(DistributedError()))
 
 
 def planned_target(name: str):

@@ -10,10 +10,13 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+import pandas as pd
+
 from jaxmem.cli.paths import shipped_matches
 from jaxmem.experiments import code_identity
 from jaxmem.persistence.lock import UNUSABLE, lock_state, read_lease
 from jaxmem.persistence.progress import Found, finished, inflight, stored_progress
+from jaxmem.persistence.shards import shard_dirs
 from jaxmem.persistence.store import FILENAME, Store, elapsed, full, no_space
 
 CODE_CHANGED_ADVICE = "`jaxmem run` refuses to resume it: run into a new --out, or rerun with --restart"
@@ -56,16 +59,28 @@ def iso(stamp: float | None) -> str:
     return datetime.fromtimestamp(stamp).isoformat(timespec="seconds") if stamp else "never"
 
 
+def stored(out: Path) -> tuple[dict[str, str], dict[str, tuple[bool, bool]], set[str], pd.DataFrame, float | None]:
+    """The folder's meta, and the finished runs, searches, compiles and newest write of its store and of
+    the shards a stopped multi-process job left (the next run merges them)."""
+    metas, runs, searches, compiles, writes = [], {}, set(), [], []
+    for directory in [out, *shard_dirs(out)]:
+        store = Store(directory, write=False)
+        try:
+            metas.append(store.meta())
+            runs.update(store.finished_runs())
+            searches |= store.finished_searches()
+            compiles.append(store.table("compiles"))
+            writes.append(store.last_write() or 0.0)
+        finally:
+            store.close()
+    return metas[0], runs, searches, pd.concat(compiles).drop_duplicates(), max(writes) or None
+
+
 def status(out: Path) -> str:
     """Progress of the sweep in `out`, read without writing anything (the folder may be read-only, its disk
     full: then a warning says so)."""
-    store = Store(holds_results(out), write=False)
-    try:
-        meta, runs, searches = store.meta(), store.finished_runs(), store.finished_searches()
-        compiles, last_write = store.table("compiles"), store.last_write()
-    finally:
-        store.close()
-    held, held_buckets = inflight(out / "checkpoints", runs)
+    meta, runs, searches, compiles, last_write = stored(holds_results(out))
+    held, held_buckets = map(sum, zip(*(inflight(d / "checkpoints", runs) for d in [out, *shard_dirs(out)])))
     found = stored_progress(meta, len(runs), len(searches), held, held_buckets)
     lock, done = lock_state(out), finished(found, out)
     lease = read_lease(out / ".lock")

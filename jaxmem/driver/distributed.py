@@ -4,16 +4,23 @@ Each process computes on its own local devices only and owns a disjoint slice of
 (point, seed) units, so a threshold search never leaves its process. The processes talk only
 through the distributed runtime's key-value store: each publishes its status at a named step and
 reads everyone's, so an error in one process (a folder in use, a different sweep) reaches every
-other as a clear message instead of a hang. A process that dies is caught by the runtime's health
-check, which ends the others (their stored results stay; rerunning the job resumes).
+other as a clear message instead of a hang. A process that dies (killed, crashed) or hangs is caught
+by jaxmem's own beat through that store (`peers_watched`), which ends the others with a message
+within PEER_TIMEOUT_S, before the runtime's health check would abort them with a C++ stack trace
+(their stored results stay; rerunning the job resumes). The death of process 0, which hosts the
+runtime's service, still aborts the others at once: the runtime does that before any beat is missed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import itertools
 import os
 import socket
+import threading
 import time
+from typing import Callable
 
 import jax
 
@@ -21,6 +28,12 @@ COORDINATOR_ENV, COUNT_ENV, INDEX_ENV = "JAXMEM_COORDINATOR", "JAXMEM_NUM_PROCES
 AUTO = "auto"  # let jax.distributed detect the cluster (Slurm, Open MPI, Cloud TPU pods, Kubernetes)
 OK = "ok"
 FOREVER_MS = 2**31 - 1  # the longest wait the runtime accepts (24.8 days): peers may work for hours
+BEATS = "jaxmem/beat/"  # each process's beat (a counter), then LEFT
+LEFT = "left"  # a process's last beat: done with the job, so its silence is no loss
+BEAT_S = 1.0
+PEER_TIMEOUT_S = 20.0  # a peer whose beat has not changed for this long is lost
+RUNTIME_HEARTBEAT_S = 100  # the runtime's own check, which aborts the process: well after PEER_TIMEOUT_S
+SURVIVORS_S = 5.0  # how long process 0 (the runtime's service) waits for the other survivors to exit first
 
 
 class DistributedError(RuntimeError):
@@ -87,6 +100,7 @@ def initialize(cluster: Cluster, timeout_s: float) -> tuple[int, int]:
             num_processes=cluster.num_processes,
             process_id=cluster.process_id,
             initialization_timeout=max(1, int(timeout_s)),
+            heartbeat_timeout_seconds=RUNTIME_HEARTBEAT_S,
         )
     except (RuntimeError, ValueError) as err:
         where = "the detected cluster" if auto else f"coordinator {cluster.coordinator}"
@@ -144,6 +158,76 @@ def agree(step: str, status: str = OK, timeout_s: float | None = None) -> None:
     failed = {i: s for i, s in statuses(step, timeout_s).items() if s != OK}
     if failed:
         raise DistributedError("; ".join(f"process {i}: {s}" for i, s in sorted(failed.items())))
+
+
+def seen_at(seen: dict[int, tuple[str | None, float]], beats: dict[int, str], now: float) -> dict:
+    """Each peer's latest beat and when it changed (this process's clock: hosts' clocks need not agree),
+    after reading `beats` (process -> beat) at `now`."""
+    return {k: (beat, since) if beats.get(k) == beat else (beats.get(k), now) for k, (beat, since) in seen.items()}
+
+
+def silent(seen: dict[int, tuple[str | None, float]], now: float, timeout_s: float = PEER_TIMEOUT_S) -> list[int]:
+    """The peers whose beat has not changed for `timeout_s`, but for those that left the job."""
+    return sorted(k for k, (beat, since) in seen.items() if beat != LEFT and now - since >= timeout_s)
+
+
+def lost_text(lost: list[int], count: int) -> str:
+    """'process 1 of 2 stopped answering (...)' for the processes `silent` found."""
+    who = f"process {lost[0]}" if len(lost) == 1 else f"processes {', '.join(map(str, lost))}"
+    return f"{who} of {count} stopped answering (no beat for {PEER_TIMEOUT_S:g} s: killed, crashed or hung)"
+
+
+@contextlib.contextmanager
+def peers_watched(on_lost: Callable[[list[int]], None]):
+    """Beat, and watch every other process's beat, while the body runs; then beat LEFT. Peers silent for
+    PEER_TIMEOUT_S are passed to `on_lost` from the watch thread, which is to end this process at once
+    (the runtime aborts it otherwise): the other survivors exit first, process 0 (the runtime's service,
+    whose exit aborts them) last."""
+    stop = threading.Event()
+    thread = threading.Thread(target=_watch, args=(on_lost, stop), name="jaxmem-peers", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        with contextlib.suppress(jax.errors.JaxRuntimeError):  # the runtime is going down: nobody waits
+            _beat(LEFT)
+
+
+def _watch(on_lost: Callable[[list[int]], None], stop: threading.Event) -> None:
+    me = jax.process_index()
+    seen = {k: (None, time.monotonic()) for k in range(jax.process_count()) if k != me}
+    try:
+        for beat in itertools.count():
+            _beat(str(beat))
+            seen = seen_at(seen, _beats(), time.monotonic())
+            lost = silent(seen, time.monotonic())
+            if lost:
+                _beat(LEFT)
+                if me == 0:
+                    _await_left(set(seen) - set(lost), SURVIVORS_S)
+                on_lost(lost)
+                return
+            if stop.wait(BEAT_S):
+                return
+    except jax.errors.JaxRuntimeError:  # the runtime is going down: its own check ends this process
+        return
+
+
+def _await_left(processes: set[int], timeout_s: float) -> None:
+    """Wait until every one of `processes` has beaten LEFT, up to `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and any(_beats().get(k) != LEFT for k in processes):
+        time.sleep(BEAT_S / 4)
+
+
+def _beat(beat: str) -> None:
+    _client().key_value_set(f"{BEATS}{jax.process_index()}", beat, allow_overwrite=True)
+
+
+def _beats() -> dict[int, str]:
+    return {int(key.rsplit("/", 1)[1]): beat for key, beat in _client().key_value_dir_get(BEATS)}
 
 
 def owned(items: list, index: int, count: int) -> list:

@@ -6,7 +6,8 @@ which refuses a stray process of another job. Each process then runs its share o
 its shard, with its own checkpoints, counting what the folder's store already holds as done. When
 every process is done, process 0 merges the shards into the folder's store and writes the report.
 Each step ends with every process publishing its status, so a failure in one process stops the
-others with its message instead of leaving them waiting.
+others with its message instead of leaving them waiting; a process that dies or hangs stops the others
+through its missing beat (jaxmem.driver.distributed.peers_watched).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
+from typing import Callable
 
 import jax
 
@@ -33,23 +35,28 @@ def run_process(
     out_dir: Path,
     process_id: int,
     count: int,
+    on_peer_lost: Callable[[str], None],
     quiet: bool = False,
     devices=None,
     memory_cap: float | int = device_memory.DEFAULT_CAP,
     noted: dict | None = None,
 ) -> Path | None:
     """Run process `process_id`'s share of the sweep into `out_dir`; process 0 returns the report path
-    once every process is done and the results are merged, the others return None. `noted`: more meta
-    entries process 0 keeps with the sweep (see jaxmem.driver.sweep.claim)."""
+    once every process is done and the results are merged, the others return None. `on_peer_lost(what)`:
+    called from another thread when a peer dies or hangs, with what happened and what this process keeps,
+    to end the process at once (see jaxmem.driver.distributed.peers_watched). `noted`: more meta entries
+    process 0 keeps with the sweep (see jaxmem.driver.sweep.claim)."""
     out_dir = Path(out_dir)
     started = time.time()
-    with contextlib.ExitStack() as held:
-        lock = _start(spec, out_dir, process_id, held, noted)
-        error = _run_share(spec, out_dir, process_id, count, lock, quiet, devices, memory_cap)
-        if process_id == 0:
-            return _finish(out_dir, count, started, error)
-    distributed.publish("done", _status(error))  # after releasing the shard: process 0 may delete it
-    distributed.statuses("merged", processes=[0])
+    kept = f"process {process_id} stops too, keeping its finished runs in {shard_dir(out_dir, process_id)}"
+    with distributed.peers_watched(lambda lost: on_peer_lost(f"{distributed.lost_text(lost, count)}; {kept}")):
+        with contextlib.ExitStack() as held:
+            lock = _start(spec, out_dir, process_id, held, noted)
+            error = _run_share(spec, out_dir, process_id, count, lock, quiet, devices, memory_cap)
+            if process_id == 0:
+                return _finish(out_dir, count, started, error)
+        distributed.publish("done", _status(error))  # after releasing the shard: process 0 may delete it
+        distributed.statuses("merged", processes=[0])
     if error is not None:
         raise error
     return None

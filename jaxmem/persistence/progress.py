@@ -24,13 +24,22 @@ def checkpointed(checkpoints: Path) -> dict[str, list[str]]:
     found = {}
     for bucket in sorted(p for p in Path(checkpoints).glob("*") if p.is_dir()):
         for step in sorted((p for p in bucket.glob("*") if p.name.isdigit()), key=lambda p: -int(p.name)):
-            try:
-                slots = json.loads((step / "meta" / "metadata").read_text())["slots"]
-            except (OSError, ValueError, KeyError, TypeError):
-                continue
-            found[bucket.name] = [s for s in slots if s]
-            break
+            slots = slots_of(step)
+            if slots is not None:
+                found[bucket.name] = [s for s in slots if s]
+                break
     return found
+
+
+def slots_of(step: Path) -> list | None:
+    """The run ids (None: empty) in the slots of a checkpoint, an orbax one's or a process-local one's
+    (jaxmem.persistence.local_checkpoints); None where its JSON is missing or unreadable."""
+    for meta in (step / "meta" / "metadata", step / "meta.json"):
+        try:
+            return json.loads(meta.read_text())["slots"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return None
 
 
 @dataclasses.dataclass(frozen=True)
