@@ -560,14 +560,15 @@ def test_the_heartbeat_refreshes_the_lease(tmp_path, monkeypatch):
 
 def test_a_run_whose_lease_was_taken_over_stops(tmp_path, capsys, monkeypatch):
     """A run frozen past the timeout (simulated: another host writes its lease while the first bucket
-    compiles) finds the takeover at its next check and stops, leaving the new holder's lease alone."""
-    monkeypatch.setattr(locking, "HEARTBEAT_SECONDS", 0.02)
+    compiles) finds the takeover at its next check and stops, leaving the new holder's lease alone. The
+    check reads the lock file itself: no heartbeat (which could write this run's lease back over the
+    simulated one between its read and its write: 1 test in 3 failed) runs meanwhile."""
+    monkeypatch.setattr(locking, "HEARTBEAT_SECONDS", 3600.0)
     out = tmp_path / "out"
     real_runner = driver.BucketRunner
 
     def runner_while_taken_over(*args, **kwargs):
         write_lease(out, age=0.0)
-        time.sleep(0.2)  # several heartbeats
         return real_runner(*args, **kwargs)
 
     monkeypatch.setattr(driver, "BucketRunner", runner_while_taken_over)
@@ -575,6 +576,53 @@ def test_a_run_whose_lease_was_taken_over_stops(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert "was taken over by another jaxmem run" in err and f"on host {OTHER_HOST}" in err
     assert read_lease(out / ".lock").host == OTHER_HOST
+
+
+@pytest.mark.parametrize("change", ["deleted", "replaced"])
+def test_a_lock_file_deleted_by_hand_refuses_a_second_run_and_stops_the_first(tmp_path, change):
+    """Issue 36: `rm .lock` while a run was stopped (SIGSTOP) let a second run start beside it, unwarned.
+    The first run's flock on the folder refuses a second run of this host; a lock file made again (by a
+    run on another host, say) is another file: the first run stops at its next check either way."""
+    out, lock = tmp_path / "out", tmp_path / "out" / ".lock"
+    with OutputLock(out) as first:
+        lock.unlink()
+        if change == "replaced":
+            write_lease(out)
+        else:
+            assert lock_state(out) == f"running: owner unknown; its lock file {lock} is missing"
+            with pytest.raises(LockError, match=f"in use by another jaxmem run \\(owner unknown; its lock file {lock}"):
+                with OutputLock(out):
+                    pass
+            assert not lock.exists()  # the refused run made none
+        with pytest.raises(LockError, match=f"lost its lock file {lock}: it was {change} while this run held it"):
+            first.check()
+    assert lock.exists() == (change == "replaced")  # the first run left the file it no longer holds alone
+
+
+@pytest.mark.slow  # ~15 s; the unit test above is in the default set
+def test_a_stopped_run_whose_lock_file_was_deleted_keeps_the_folder(tmp_path, forkserver, xla_cache, kill_reference):
+    """The attack of issue 36 end to end: SIGSTOP a run, `rm .lock`, start a second run: it is refused (exit
+    3) and status says the folder is held; SIGCONT: the first run stops at its next segment end (exit 3)
+    naming the lost lock file; a rerun ends with exactly the uninterrupted run's rows."""
+    out, lock = tmp_path / "out", tmp_path / "out" / ".lock"
+    first = start(forkserver, out, tmp_path / "first.log", xla_cache)
+    assert strike_at(first, out, 40, 0.0)
+    os.kill(first.pid, signal.SIGSTOP)
+    try:
+        lock.unlink()
+        second = start(forkserver, out, tmp_path / "second.log", xla_cache)
+        second.join(timeout=120)
+        assert second.exitcode == 3 and "owner unknown; its lock file" in (tmp_path / "second.log").read_text()
+        assert lock_state(out).startswith("running: owner unknown")
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    first.join(timeout=120)
+    stopped = (tmp_path / "first.log").read_text()
+    assert first.exitcode == 3 and "lost its lock file" in stopped and "Traceback" not in stopped, stopped
+    final = start(forkserver, out, tmp_path / "final.log", xla_cache)
+    final.join(timeout=300)
+    assert final.exitcode == 0, (tmp_path / "final.log").read_text()[-3000:]
+    assert_identical(out, kill_reference)
 
 
 def test_stale_reason_rules():

@@ -38,7 +38,7 @@ from jaxmem.engine.executor import (
 from jaxmem.experiments.registry import get as get_experiment
 from jaxmem.driver.folder import RESTART_FLAG, claim, discard_results
 from jaxmem.spec.expr import evaluate
-from jaxmem.persistence.lock import OutputLock
+from jaxmem.persistence.lock import LockError, OutputLock
 from jaxmem.plan.runs import Run, make_run, point_id
 from jaxmem.plan import planner
 from jaxmem.plan.buckets import Bucket, padded_config
@@ -593,7 +593,12 @@ class Sweep:
         """Stop (Interrupted) if a signal asked for it, after checkpointing every runner; `compiling`:
         a compile is still running in its thread."""
         if self.lease is not None:
-            self.lease.check()
+            try:
+                self.lease.check()
+            except LockError:  # another run may use the folder: no new checkpoint; those under way finish
+                for runner in self.runners.values():  # (orbax's threads would fail at exit: a screen of tracebacks)
+                    runner.close()
+                raise
         if self.stop_signal is not None:
             self._save_runners()
             raise Interrupted(self.stop_signal, "compile of the next bucket" if compiling else "")

@@ -9,6 +9,11 @@ lease (damage: a crash, another program) whose flock no process on this host hol
 clocks across hosts, so their clocks must agree to well within LEASE_TIMEOUT (NTP). A run that finds its
 lease taken over (it was frozen for longer than LEASE_TIMEOUT) stops at its next segment end.
 
+A lock file deleted by hand (say while its run was stopped with SIGSTOP) does not free the folder: a run
+also holds an flock on the folder itself, which a second run on this host finds held; and a run checks at
+every segment end that its lock file is still the one it locked, stopping when it was deleted or replaced
+(a run on another host may then have started).
+
 Anything but a regular file in the lock file's place (a directory, a FIFO, a symbolic link) is refused with
 one line naming it, and never opened for reading: a FIFO would block, a link lead elsewhere.
 """
@@ -151,25 +156,25 @@ class OutputLock:
     def __init__(self, out_dir: Path):
         self.path = Path(out_dir) / ".lock"
         self.fd: int | None = None
+        self.folder: int | None = None  # a descriptor of the folder, flocked (see hold_folder)
+        self.inode: tuple[int, int] | None = None  # the lock file's identity
         self.lease: Lease | None = None
-        self.lost_to: Lease | None = None  # set by the heartbeat when another run took the folder over
+        self.lost: str | None = None  # why this run no longer holds the folder (see loss)
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
 
     def __enter__(self) -> "OutputLock":
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = open_lock_file(self.path, os.O_RDWR | os.O_CREAT)  # not O_APPEND: leases are rewritten in place
-        except OSError as err:
-            raise self._refused(err) from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            self.fd = fd
+            self.folder = hold_folder(self.path.parent)  # first: a refused run creates no lock file
+            self.fd = open_lock_file(self.path, os.O_RDWR | os.O_CREAT)  # not O_APPEND: leases are rewritten in place
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self.inode = identity(os.fstat(self.fd))
             self._take_lease()
         except BlockingIOError:
-            os.close(fd)
+            self._release()
             raise self._in_use(self._read()) from None
-        except OSError as err:  # the lease's write: the run's first
+        except OSError as err:  # the lock file's creation or the lease's write: the run's first
             self._release()
             raise self._refused(err) from None
         except BaseException:
@@ -183,7 +188,7 @@ class OutputLock:
         self._stop.set()
         if self._beat is not None:
             self._beat.join()
-        if self.lost_to is None and self.fd is not None:
+        if self.lost is None and self.fd is not None:
             with contextlib.suppress(OSError):
                 self._write("")  # a finished run leaves no lease behind
         self._release()
@@ -199,12 +204,35 @@ class OutputLock:
         return err
 
     def check(self) -> None:
-        """Raise LockError if another run took this folder over (our heartbeat stalled too long)."""
-        if self.lost_to is not None:
+        """Raise LockError if this run no longer holds its folder (see loss); at every segment end, in the
+        driver's thread: it reads the lock file itself, so a takeover is seen at the first check after it."""
+        self.lost = self.lost or self.loss()
+        if self.lost is not None:
             raise LockError(
-                f"output folder {self.path.parent} was taken over by another jaxmem run "
-                f"({self.lost_to.describe(time.time())}) after this run's lease went stale; stopping"
+                f"output folder {self.path.parent} {self.lost}; stopping (stored results are kept: rerun to resume "
+                "once no other run uses the folder)"
             )
+
+    def loss(self) -> str | None:
+        """Why this run no longer holds its folder: its lock file was deleted or replaced, or another run
+        took its lease over (its heartbeat stalled too long); None while it holds it."""
+        try:
+            now = identity(os.lstat(self.path))
+        except FileNotFoundError:
+            now = None
+        if now != self.inode:
+            change = "deleted" if now is None else "replaced"
+            return (
+                f"lost its lock file {self.path}: it was {change} while this run held it (by hand?), so another "
+                "jaxmem run may have started there"
+            )
+        holder = self._read()
+        if holder is not None and holder.token != self.lease.token:
+            return (
+                f"was taken over by another jaxmem run ({holder.describe(time.time())}) after this run's lease "
+                "went stale"
+            )
+        return None
 
     # -- the lease ---------------------------------------------------------------------------------
     def _take_lease(self) -> None:
@@ -226,10 +254,9 @@ class OutputLock:
 
     def _heartbeat(self) -> None:
         while not self._stop.wait(HEARTBEAT_SECONDS):
-            holder = self._read()
-            if holder is not None and holder.token != self.lease.token:
-                self.lost_to = holder
-                log.warning("output folder %s was taken over by %s", self.path.parent, holder.describe(time.time()))
+            if lost := self.loss():
+                self.lost = lost
+                log.warning("output folder %s %s", self.path.parent, lost)
                 return
             self.lease = dataclasses.replace(self.lease, heartbeat=time.time())
             try:
@@ -249,17 +276,38 @@ class OutputLock:
         return read_lease(self.path)
 
     def _in_use(self, holder: Lease | None) -> LockError:
-        owner = holder.describe(time.time()) if holder else "owner unknown"
+        missing = "" if os.path.lexists(self.path) else f"; its lock file {self.path} is missing"
+        owner = holder.describe(time.time()) if holder else f"owner unknown{missing}"
         return LockError(
             f"output folder {self.path.parent} is in use by another jaxmem run ({owner}); wait for it to "
             f"finish or choose another --out (a lease without heartbeat for {LEASE_TIMEOUT:.0f} s is stale)"
         )
 
     def _release(self) -> None:
-        if self.fd is not None:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
-            os.close(self.fd)
-            self.fd = None
+        for fd in (self.fd, self.folder):
+            if fd is not None:
+                os.close(fd)  # (which releases its flock)
+        self.fd = self.folder = None
+
+
+def hold_folder(folder: Path) -> int | None:
+    """A descriptor of `folder` with an exclusive flock on it, held while the run lasts: unlike the lock
+    file's, nothing but the process's end releases it. BlockingIOError while another process holds it; None
+    where the file system has no such locks (NFS: the lease decides there)."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as err:
+        os.close(fd)
+        if isinstance(err, BlockingIOError):
+            raise
+        return None
+    return fd
+
+
+def identity(info: os.stat_result) -> tuple[int, int]:
+    """A file's identity: its device and inode (what a lock file deleted and made again changes)."""
+    return info.st_dev, info.st_ino
 
 
 def lock_state(out_dir: Path) -> str:
@@ -269,8 +317,8 @@ def lock_state(out_dir: Path) -> str:
     path = Path(out_dir) / ".lock"
     try:
         fd = open_lock_file(path, os.O_RDONLY)  # read-only (the folder may be): a run's lock refuses a shared one
-    except FileNotFoundError:
-        return "idle"
+    except FileNotFoundError:  # (deleted by hand, its run may still hold the folder)
+        return f"running: owner unknown; its lock file {path} is missing" if folder_held(out_dir) else "idle"
     except LockError as err:
         return f"{UNUSABLE}: {err}"
     with os.fdopen(fd) as handle:
@@ -287,3 +335,17 @@ def lock_state(out_dir: Path) -> str:
         return "running: owner unknown" if locked_here else "idle"
     reason = None if locked_here else stale_reason(lease, socket.gethostname(), now)
     return f"running: {lease.describe(now)}" if reason is None else f"stale lease of {lease.describe(now)} ({reason})"
+
+
+def folder_held(folder: Path) -> bool:
+    """Whether a process holds `folder`'s flock (see hold_folder)."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return False
