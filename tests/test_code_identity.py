@@ -108,6 +108,14 @@ def test_a_shipped_family_is_fingerprinted_with_its_modules_and_jaxmem_version()
     assert not any(name.startswith(("jaxmem.engine", "jaxmem.driver")) for name in found)
 
 
+def test_a_shipped_family_is_found_where_jaxmem_lives_whatever_the_python_path(monkeypatch):
+    """An editable install puts jaxmem on no search path: run from another folder, the family is still found."""
+    here = code_identity.of_experiment("jaxmem.experiments.nichani24.assoc_memory")
+    monkeypatch.setattr("sys.path", [p for p in __import__("sys").path if "site-packages" in p])
+    assert code_identity.of_experiment("jaxmem.experiments.nichani24.assoc_memory") == here
+    assert "jaxmem.experiments.draws" in here
+
+
 def test_a_run_into_a_folder_whose_experiment_code_changed_exits_4(tmp_path, user_code, capsys, monkeypatch):
     code, name, helper = user_code
     monkeypatch.chdir(code)

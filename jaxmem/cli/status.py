@@ -98,11 +98,11 @@ def status(out: Path) -> str:
         lines.append(f"{found.inflight_text()}; resume with `{resume_command(meta, out)}`")
     elif held:
         lines.append(found.inflight_text())
-    changed = code_identity.changed_since(meta)
-    if changed is None and (runs or searches):
-        lines.append(f"experiment code: {code_identity.state(meta)}")
-    elif changed:
+    code, _ = code_identity.compared(meta)
+    if code == code_identity.CHANGED:
         lines.append(f"warning: experiment code {code_identity.state(meta)}; {CODE_CHANGED_ADVICE}")
+    elif code != code_identity.UNCHANGED and (runs or searches):
+        lines.append(f"experiment code: {code_identity.state(meta)}")
     if lock.startswith(UNUSABLE):  # a FIFO, a directory, a link: status answers, a run is refused
         lines.append(f"warning: {lock.removeprefix(UNUSABLE + ': ')}")
     if full(out, None):  # read-only, status still answers; what writes there will not

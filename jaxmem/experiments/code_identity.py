@@ -50,7 +50,7 @@ def fingerprint(module: str, folder: str = "") -> dict[str, str]:
     """{module name: hash of its syntax tree} for `module` and the local modules it imports, transitively,
     looked up in `folder` first, then on the Python path; {} when `module` cannot be found."""
     search = [folder, *sys.path] if folder else list(sys.path)
-    first = source_file(module, search)
+    first = source_file(module, search) or loaded_file(module)
     if first is None:
         return {}
     root = SHIPPED_ROOT if module.partition(".")[0] == "jaxmem" else package_root(module, first)
@@ -62,7 +62,7 @@ def fingerprint(module: str, folder: str = "") -> dict[str, str]:
         tree = parsed(file)
         found[name] = tree_hash(tree, file)
         for imported in imported_names(tree, name, file.name == "__init__.py") if tree is not None else ():
-            path = source_file(imported, search)
+            path = source_file(imported, search) or loaded_file(imported)
             if path is not None and imported not in found and owner(path, root):
                 queue.append((imported, path))
     return dict(sorted(found.items()))
@@ -73,24 +73,32 @@ def changed_modules(recorded: dict[str, str], current: dict[str, str]) -> list[s
     return sorted(name for name in recorded.keys() | current.keys() if recorded.get(name) != current.get(name))
 
 
-def changed_since(meta: dict) -> list[str] | None:
-    """The entries of the experiment's code fingerprint that changed since the results of a store with
-    `meta` were made (see `changed_modules`); None when the store does not record its code."""
+UNRECORDED, NOT_FOUND, UNCHANGED, CHANGED = "not recorded", "not found", "unchanged", "changed"
+
+
+def compared(meta: dict) -> tuple[str, list[str]]:
+    """The experiment code of a store with `meta` against the code as it is now: (UNRECORDED, []) for a
+    store that never recorded it, (NOT_FOUND, []) when its module cannot be found from here, (UNCHANGED,
+    []) or (CHANGED, the entries that changed: see `changed_modules`)."""
     if RECORD not in meta:
-        return None
+        return UNRECORDED, []
+    recorded = json.loads(meta[RECORD])
     current = of_experiment(meta.get(MODULE) or None, meta.get("experiment_folder", ""))
-    return changed_modules(json.loads(meta[RECORD]), current)
+    if recorded and not current:
+        return NOT_FOUND, []
+    changed = changed_modules(recorded, current)
+    return (CHANGED, changed) if changed else (UNCHANGED, [])
 
 
 def state(meta: dict) -> str:
-    """The experiment code of a store with `meta`, in words: unchanged, changed (naming what), or not
-    recorded."""
-    changed = changed_since(meta)
-    if changed is None:
-        return "not recorded (results stored before jaxmem recorded it); taken as unchanged"
-    if not changed:
-        return "unchanged since the results were made"
-    return f"CHANGED since the results were made: {describe_changes(changed)}"
+    """The experiment code of a store with `meta`, in words (see `compared`)."""
+    outcome, changed = compared(meta)
+    return {
+        UNRECORDED: "not recorded (results stored before jaxmem recorded it); taken as unchanged",
+        NOT_FOUND: f"module {meta.get(MODULE)} not found from here; cannot tell whether it changed",
+        UNCHANGED: "unchanged since the results were made",
+        CHANGED: f"CHANGED since the results were made: {describe_changes(changed)}",
+    }[outcome]
 
 
 def describe_changes(changed: list[str]) -> str:
@@ -108,14 +116,21 @@ def package_root(module: str, file: Path) -> Path:
 
 
 def source_file(module: str, search: list[str]) -> Path | None:
-    """The .py file of `module` on `search` (packages: their __init__.py), found without importing anything."""
-    spec, locations = None, search
+    """The .py file of `module` on `search` (packages: their __init__.py), found without importing anything;
+    jaxmem's own modules where this jaxmem lives (an editable install is on no search path)."""
+    spec, locations = None, [str(JAXMEM.parent)] if module.partition(".")[0] == "jaxmem" else search
     for part in module.split("."):
         spec = importlib.machinery.PathFinder.find_spec(part, locations) if locations is not None else None
         if spec is None:
             return None
         locations = list(spec.submodule_search_locations) if spec.submodule_search_locations is not None else None
     origin = getattr(spec, "origin", None)
+    return Path(origin).resolve() if origin and origin.endswith(".py") else None
+
+
+def loaded_file(module: str) -> Path | None:
+    """The .py file `module` was imported from in this process, if it was (e.g. from an editable install)."""
+    origin = getattr(sys.modules.get(module), "__file__", None)
     return Path(origin).resolve() if origin and origin.endswith(".py") else None
 
 
