@@ -310,6 +310,126 @@ def odd_lock_files(tmp: Path, reference: Path) -> None:
                          in zip(("status", "run"), outcomes)))
 
 
+def peer_death(tmp: Path) -> None:
+    """kill -9 of process 1 of a two-process job on localhost, once its shard holds a checkpoint."""
+    spec, out, reference = ROOT / "tests" / "specs" / "tiny_mlp.toml", tmp / "peer", tmp / "peer-reference"
+    jaxmem("run", spec, "--out", reference, "--quiet")
+    coordinator = f"127.0.0.1:{random.Random(8).randrange(29000, 29999)}"
+    job = [started("run", spec, "--out", out, "--quiet", "--coordinator", coordinator, "--num-processes", 2,
+                   "--process-id", k) for k in (0, 1)]
+    deadline = time.time() + 180
+    while not any((out / "shards" / "p1" / "checkpoints").glob("*/*")) and time.time() < deadline:
+        time.sleep(0.1)
+    job[1].send_signal(signal.SIGKILL)
+    killed = time.time()
+    output, _ = job[0].communicate(timeout=300)
+    took = time.time() - killed
+    status = jaxmem("status", out)
+    counted = next((line for line in status.stdout.splitlines() if "runs done" in line), "")
+    resumed = jaxmem("run", spec, "--out", out, "--quiet")
+    same, words = agrees(out, reference)
+    lines = [line for line in output.splitlines() if line.strip() and not line.startswith("[jaxmem]")]
+    record("kill -9 of process 1 of 2 on localhost", "the other exits within 60 s, one line naming it and the "
+           "resume command, no C++ trace; status counts the shards' runs; resume agrees",
+           job[0].returncode == 5 and took < 60 and "Check failure" not in output and "process 1" in output
+           and "resume with" in output and not counted.startswith("0 runs") and same,
+           f"exit {job[0].returncode} after {took:.0f} s: {' / '.join(lines)[:200]}; status: {counted}; "
+           f"resume exit {resumed.returncode}; {words}")
+
+
+def copy_with(reference: Path, out: Path, *statements: str) -> Path:
+    """A copy of the reference folder with SQL statements run on its store behind jaxmem's back."""
+    shutil.copytree(reference, out)
+    with sqlite3.connect(out / "results.sqlite") as db:
+        for statement in statements:
+            db.execute(statement)
+    return out
+
+
+def silent_damage(tmp: Path, reference: Path) -> None:
+    """Damage that status and report refused but other commands passed over."""
+    damaged = copy_with(reference, tmp / "traj-flip", "drop trigger if exists trajectories_checksum",
+                        "update trajectories set metrics = '{\"accuracy\": 1.0}' where rowid = 1")
+    result = jaxmem("compare", reference, damaged)
+    record("a trajectories row changed behind jaxmem's back, then compare", "exit 4 naming the table",
+           result.returncode == 4 and "trajectories" in said(result), f"exit {result.returncode}: {said(result)}")
+    lost = copy_with(reference, tmp / "meta-lost", "delete from meta where key = 'preset'")
+    loaded = subprocess.run([sys.executable, "-c", f"import jaxmem; print(len(jaxmem.load_results({str(lost)!r})))"],
+                            cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    last = (loaded.stderr.strip().splitlines() or [""])[-1]
+    record("a meta row deleted, then load_results", "refused as status refuses it (lost rows)",
+           loaded.returncode != 0 and "lost rows" in last, f"exit {loaded.returncode}: {last[:200]}")
+    dropped = copy_with(reference, tmp / "traj-dropped", "drop table trajectories")
+    status, rerun = jaxmem("status", dropped), jaxmem("run", SPEC, "--out", dropped, "--quiet")
+    record("the trajectories table dropped", "status and run agree: exit 4, lost rows named",
+           status.returncode == rerun.returncode == 4 and "lost rows" in said(status) + said(rerun),
+           f"status exit {status.returncode}: {said(status)}; run exit {rerun.returncode}")
+
+
+def relative_out(tmp: Path) -> None:
+    """A run with a relative --out stopped, then status asked from another folder."""
+    folder = tmp / "relative"
+    folder.mkdir()
+    child = started("run", SPEC, "--out", "out", "--quiet", cwd=folder)
+    deadline = time.time() + 120
+    while stored_runs(folder / "out") < 4 and time.time() < deadline and child.poll() is None:
+        time.sleep(0.1)
+    child.send_signal(signal.SIGTERM)
+    child.communicate(timeout=120)
+    status = jaxmem("status", folder / "out")
+    advice = next((line for line in status.stdout.splitlines() if "resume with" in line), "")
+    record("status of a run stopped with a relative --out, asked from another folder",
+           "the resume command names the folder by a path that works from here",
+           f"--out {folder / 'out'}" in advice, advice[-160:] or f"exit {status.returncode}: {said(status)}")
+
+
+def stopped_compile(tmp: Path) -> None:
+    """SIGSTOP for 10 s while a bucket compiles: the stop is no compile time (against an undisturbed run's,
+    both without the compile cache)."""
+    out, undisturbed = tmp / "sigstop", tmp / "sigstop-undisturbed"
+    jaxmem("run", SPEC, "--out", undisturbed, "--quiet", "--no-compile-cache")
+    child = started("run", SPEC, "--out", out, "--quiet", "--no-compile-cache")
+    seen, deadline = "", time.time() + 120
+    while "compiling bucket" not in seen and time.time() < deadline and child.poll() is None:
+        seen = child.stdout.readline()
+    child.send_signal(signal.SIGSTOP)
+    time.sleep(10)
+    child.send_signal(signal.SIGCONT)
+    child.communicate(timeout=300)
+    seconds = [compiled_seconds(folder) for folder in (out, undisturbed)]
+    record("SIGSTOP for 10 s during a compile", "the stop is not counted as compile time",
+           seconds[0] < seconds[1] + 5, f"compile time {seconds[0]:.1f} s (the undisturbed run's: {seconds[1]:.1f} s)")
+
+
+def compiled_seconds(out: Path) -> float:
+    with sqlite3.connect(f"file:{out / 'results.sqlite'}?mode=ro", uri=True) as db:
+        return db.execute("select coalesce(sum(seconds), 0) from compiles").fetchone()[0]
+
+
+def dry_run_memory(tmp: Path) -> None:
+    result = jaxmem("run", ROOT / "tests" / "specs" / "tiny_linear.toml", "--dry-run", "--memory-cap", "1MiB",
+                    "--set", "fixed.d=512", "--set", "fixed.N=512", "--out", tmp / "dry")
+    peak = next((line for line in result.stdout.splitlines() if "peak memory" in line), "")
+    record("a dry-run whose buckets exceed a 1 MiB memory cap", "the peak memory line says so (never 0.0 MiB)",
+           result.returncode == 0 and "0.0 MiB" not in peak and "over the budget" in peak, peak.strip()[:200])
+
+
+def disk_full_before_the_first_write(tmp: Path) -> None:
+    mount = tmp / "full"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True).returncode:
+        record("a disk full before the first write", "exit 4 naming the folder", True, "not run: no tmpfs mounts")
+        return
+    try:
+        subprocess.run(["dd", "if=/dev/zero", f"of={mount / 'filler'}", "bs=4k"], capture_output=True)
+        result = jaxmem("run", SPEC, "--out", mount / "out", "--quiet")
+        record("a disk full before the first write", "exit 4 'no space left on <folder>'",
+               result.returncode == 4 and f"no space left on {mount}" in said(result),
+               f"exit {result.returncode}: {said(result)}")
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True)
+
+
 BROKEN = {
     "raise in init": "def init(key, shape, dyn):\n    raise RuntimeError('boom')\n",
     "a vector loss": "def loss(params, problem, shape, dyn, key):\n    return params['w']\n",
@@ -409,6 +529,12 @@ def main() -> None:
         damaged_store(tmp, reference)
         damaged_checkpoints(tmp, reference)
         full_disk(tmp, reference)
+        disk_full_before_the_first_write(tmp)
+        silent_damage(tmp, reference)
+        relative_out(tmp)
+        stopped_compile(tmp)
+        dry_run_memory(tmp)
+        peer_death(tmp)
         read_only(tmp, reference)
         bad_input(tmp)
         odd_lock_files(tmp, reference)
