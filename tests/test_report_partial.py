@@ -4,11 +4,13 @@ in the answered counts and on every verdict; a finished sweep's report never say
 import json
 import math
 
+import pandas as pd
 
 from helpers import ROOT
 from jaxmem.driver.sweep import claim, run_sweep
 from jaxmem.persistence.progress import PLANNED, Found, planned
 from jaxmem.persistence.store import Store, load_results
+from jaxmem.report import from_store
 from jaxmem.report.from_store import report
 from jaxmem.report.partial import marked, partial_of
 from jaxmem.spec.sweep import load
@@ -199,3 +201,27 @@ def test_a_finished_tiny_sweep_and_its_first_two_runs(tmp_path):
         "partial: 1 of 1 grid points with results, 2 of 4 runs not finished; sweep interrupted at"
     )
     assert "## Grid points (partial: 2 of 4 runs)" in lines
+
+
+def test_a_report_racing_the_sweeps_end_leaves_the_final_report(tmp_path, monkeypatch):
+    """Issue 36: a `jaxmem report` that read the store while the sweep ran and wrote its files after the
+    sweep's own final report left a stale partial report.md (and plots) in a finished folder. Here the
+    sweep's last searches are stored and its final report written between the racing report's reads and
+    its writes: the racing report sees the store changed and renders again."""
+    every = [(d, s) for d in (8, 16, 32, 64) for s in SEEDS]
+    folder = search_store(tmp_path, every[:4])
+    real_write_report = from_store.write_report
+
+    def sweep_ends_meanwhile(*args, **kwargs):
+        monkeypatch.setattr(from_store, "write_report", real_write_report)  # once
+        store = Store(folder)
+        store.add_searches(search_rows(every[4:]))
+        store.close()
+        assert "partial" not in report(folder).read_text()  # the sweep's own final report
+        return real_write_report(*args, **kwargs)
+
+    monkeypatch.setattr(from_store, "write_report", sweep_ends_meanwhile)
+    assert "partial" not in report(folder).read_text().lower()
+    assert len(load_results(folder, "searches")) == len(pd.read_csv(folder / "searches.csv")) == len(every)
+    assert not json.loads((folder / "verdicts.json").read_text())["partial"]
+    assert not list(folder.glob(".*.partial"))

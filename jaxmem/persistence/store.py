@@ -315,6 +315,12 @@ class Store:
         rows = self.db.execute("SELECT unit, capacity, censored FROM searches")
         return {u: float(c) if c is not None and not censored else float("nan") for u, c, censored in rows}
 
+    def version(self) -> tuple:
+        """What any write changes: the rows ever written per table (COUNTS; none in an older version's
+        store) and the meta table (whose keys are written again in place)."""
+        counts = self.db.execute(f"SELECT name, rows FROM {COUNTS}") if COUNTS in tables_of(self.db) else []
+        return tuple(sorted(counts)), tuple(sorted(self.meta().items()))
+
     def last_write(self) -> float | None:
         """The newest time the store records: a run's finish or a compile."""
         return self.db.execute(

@@ -1,12 +1,17 @@
 """Writing the report's files: tables as CSV (the stored tables as Parquet too, through pyarrow), plots
 and report.md, each atomically: written to a temporary file in the same folder, then moved over the old one
 (a reader sees the old file or the whole new one, and a failed write, e.g. on a full disk, leaves the
-old one as it was)."""
+old one as it was). Within `staged()` the files wait under their temporary names and are moved into place
+together by `commit`, under the folder's report lock (`committing`): a report is all of one state of the store.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
+import fcntl
+import itertools
 import os
 from pathlib import Path
 
@@ -14,6 +19,10 @@ import numpy as np
 import pandas as pd
 
 from jaxmem.persistence.store import NO_SPACE, no_space
+
+REPORT_LOCK = ".report.lock"  # flocked while a report's files are moved into place (see committing)
+_STAGE: contextvars.ContextVar[list | None] = contextvars.ContextVar("jaxmem_report_stage", default=None)
+_SERIAL = itertools.count()  # temporary names unique within a process (two reports of one folder may overlap)
 
 
 def write_csv(frame: pd.DataFrame, path: Path) -> Path:
@@ -75,13 +84,50 @@ def replacing(path: Path):
     path = Path(path)
     if path.exists() and not os.access(path, os.W_OK):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial = path.with_name(f".{path.name}.{os.getpid()}.{next(_SERIAL)}.partial")
+    stage = _STAGE.get()
     try:
         yield partial
-        os.replace(partial, path)
+        if stage is None:
+            os.replace(partial, path)
+        else:
+            stage.append((partial, path))
     except OSError as err:
         if err.errno in NO_SPACE:
             raise no_space(path.parent, f"{path.name} was not written (any earlier one is kept)") from None
         raise
     finally:
-        partial.unlink(missing_ok=True)
+        if stage is None or (partial, path) not in stage:
+            partial.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def staged():
+    """A block whose files written through `replacing` wait, whole, under their temporary names until
+    `commit(stage)` moves them into place; those not committed are removed as it ends."""
+    stage: list[tuple[Path, Path]] = []
+    token = _STAGE.set(stage)
+    try:
+        yield stage
+    finally:
+        _STAGE.reset(token)
+        for partial, _ in stage:
+            partial.unlink(missing_ok=True)
+
+
+def commit(stage: list[tuple[Path, Path]]) -> None:
+    """Move a stage's files into place, in the order they were written (report.md last)."""
+    while stage:
+        os.replace(*stage.pop(0))
+
+
+@contextlib.contextmanager
+def committing(out_dir: Path):
+    """The folder's report lock (an flock on REPORT_LOCK), held while a report checks what it rendered and
+    commits it: two reports of one folder (a `jaxmem report` and the sweep's own final one) commit in turn."""
+    fd = os.open(Path(out_dir) / REPORT_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

@@ -15,7 +15,7 @@ from jaxmem.persistence.lock import lock_state
 from jaxmem.persistence.progress import finished, stored_progress
 from jaxmem.persistence.store import Store, expand_config, load_results
 from jaxmem.report.export import effective_runs, effective_searches, exported_runs
-from jaxmem.report.files import write_table
+from jaxmem.report.files import commit, committing, staged, write_table
 from jaxmem.report.partial import Partial, partial_of
 from jaxmem.report.runs import expand_final_metrics
 from jaxmem.report.success import with_rule_defaults
@@ -90,13 +90,45 @@ def unfinished(out_dir: Path, meta: dict, raw_runs: pd.DataFrame, raw_searches: 
     return partial_of(found, points, lock_state(out_dir), last_result(out_dir))
 
 
-def report(out_dir: str | Path, report_table: dict | None = None) -> Path:
+def report(out_dir: str | Path, report_table: dict | None = None, renders: int = 3) -> Path:
     """Write the stored tables (export_tables) and the files of jaxmem.report.write_report into
     `out_dir`; return report.md's path. `report_table`: a `[report]` table to use instead of the one
     stored with the results (`jaxmem report DIR --spec FILE`); the store is left unchanged.
 
-    Every table shows each run's effective config (jaxmem.report.export): what its program ran."""
+    The files are rendered into temporary ones, then moved into place together, under the folder's report
+    lock, once the store is seen to hold what they show; a store written meanwhile with no run still writing
+    it (a sweep that finished or stopped while its partial state was rendered) is rendered again, up to
+    `renders` times. The sweep's own final report takes that lock too, so a report racing the sweep's end
+    never leaves a partial report in a finished folder."""
     out_dir = Path(out_dir)
+    with staged() as stage:
+        seen = store_version(out_dir)
+        path = render(out_dir, report_table)
+        with committing(out_dir):
+            again = renders > 1 and outdated(out_dir, seen)
+            if not again:
+                commit(stage)
+    return report(out_dir, report_table, renders - 1) if again else path
+
+
+def store_version(out_dir: Path) -> tuple:
+    """The store's version (Store.version): what any write changes."""
+    store = Store(out_dir, verify=(), write=False)
+    try:
+        return store.version()
+    finally:
+        store.close()
+
+
+def outdated(out_dir: Path, seen: tuple) -> bool:
+    """Whether a report rendered from the store at version `seen` shows an outdated state: the store was
+    written since, and no live run writes it now (while one does, its next report shows more)."""
+    return store_version(out_dir) != seen and not lock_state(out_dir).startswith("running")
+
+
+def render(out_dir: Path, report_table: dict | None = None) -> Path:
+    """Write the report's files (see report); every table shows each run's effective config
+    (jaxmem.report.export): what its program ran."""
     meta = load_results(out_dir, "meta").set_index("key")["value"].to_dict()
     resolved = json.loads(meta.get("resolved_spec", "{}"))
     if report_table is not None:
