@@ -26,7 +26,8 @@ import pandas as pd  # noqa: E402
 
 from jaxmem.persistence.untrained import UNTRAINED  # noqa: E402
 from jaxmem.report.capacity.fit import fit_line  # noqa: E402
-from jaxmem.report.files import save_figure, write_csv, write_table  # noqa: E402
+from jaxmem.report.captions import save_captioned  # noqa: E402
+from jaxmem.report.files import write_csv, write_table  # noqa: E402
 from jaxmem.report.text import markdown_table, number  # noqa: E402
 from jaxmem.report.verdicts import Claim, slope_text, slope_verdict, stated  # noqa: E402
 from jaxmem.spec.report_tables import FinalEvalSpec, Readoff  # noqa: E402
@@ -99,7 +100,7 @@ def plot_final_eval(
         fig.subplots_adjust(bottom=0.12 + 0.04 * math.ceil(len(labels) / 4))
     dashed = "; dashed: the same runs untrained" if untrained is not None else ""
     fig.suptitle(f"Test-time axes: median over seeds, band = min–max{dashed}", fontsize="small")
-    save_figure(fig, path, dpi=120, bbox_inches="tight")
+    save_captioned(fig, path, ("Test-time axes",), dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path
 

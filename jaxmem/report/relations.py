@@ -254,9 +254,14 @@ def summarise(relation: Relation, rows: pd.DataFrame) -> tuple[pd.DataFrame, lis
     return table, fits
 
 
+def section_of(relation: Relation) -> str:
+    """The section its claims are stated in (Claim.section)."""
+    return f"Relations / {relation.label}"
+
+
 def expectations(relation: Relation, result: dict) -> str:
     """e.g. "b in [0.5, 2] (95 % CI [0.8, 1.3]): **PASS**; ρ ≥ 0.8: **FAIL**"; "–" without expectations."""
-    section, subject = f"Relations / {relation.label}", f"{result['group']}: " if relation.group_by else ""
+    section, subject = section_of(relation), f"{result['group']}: " if relation.group_by else ""
     parts = fit_checks(relation, result, section, subject)
     if result["rank_verdict"] is not None:
         side = "≥ " if relation.rank == "increasing" else "≤ −"

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from jaxmem.report.files import save_figure  # noqa: E402
+from jaxmem.report.captions import save_captioned  # noqa: E402
 from jaxmem.report.text import number  # noqa: E402
 from jaxmem.spec.report_relations import Relation  # noqa: E402
 
@@ -84,6 +84,6 @@ def plot_relations(path: Path, results: list[tuple[Relation, pd.DataFrame, list[
     for ax in list(panels.flat)[len(results) :]:
         ax.axis("off")
     fig.suptitle("Relations: median over runs per x, bars = 25–75 %, dashed = fit", fontsize="small")
-    save_figure(fig, path, dpi=120, bbox_inches="tight")
+    save_captioned(fig, path, ("Relations",), dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path

@@ -33,6 +33,18 @@ def number(value, decimals: int | None = None) -> str:
     return str(int(value)) if value.is_integer() else f"{value:.4g}"
 
 
+def rounded(value: float, low: float = math.nan, high: float = math.nan) -> str:
+    """`value` to the precision its interval [low, high] supports, two significant digits of the half-width
+    (5.455e-16 in [−3.1, 3.1] → "0.0", 47.13 in [15.8, 97.6] → "47"); without an interval as `number`
+    writes it, to 4 significant digits."""
+    half = (high - low) / 2
+    if not (math.isfinite(half) and half > 0):
+        return number(value, 3)
+    decimals = max(0, 1 - math.floor(math.log10(half)))
+    text = f"{value:.{decimals}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
 def percent(fraction: float) -> str:
     """0.1 → "10%"."""
     return number(100 * fraction) + "%"

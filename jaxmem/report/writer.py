@@ -21,6 +21,7 @@ from jaxmem.experiments.interface import Experiment
 from jaxmem.persistence.store import ORDER, expand_config
 from jaxmem.report.capacity.report import write_capacity_report, write_success_map
 from jaxmem.report.capacity.stable import stable_searches
+from jaxmem.report.captions import captioning
 from jaxmem.report.checks.references import reference_section
 from jaxmem.report.checks.rejected import rejected_section
 from jaxmem.report.files import write_text
@@ -95,7 +96,9 @@ def write_report(
     train_metric = (train_spec or {}).get("metric")
     written: list[Path] = []
     results = []
-    with stating() as claims:  # every verdict the sections state, for verdicts.json
+    seeds = {int(seed) for frame in (runs, searches) if "seed" in frame for seed in frame["seed"].dropna()}
+    # every verdict the sections state, for verdicts.json; the figures wait for their captions (claims, size)
+    with stating() as claims, captioning(claims, meta.get("preset", ""), seeds):
         if not searches.empty:
             per_point = partial.per_point if partial is not None else None
             results += write_capacity_report(
@@ -115,7 +118,6 @@ def write_report(
         results += relation_sections(out_dir, report_spec.relations, runs, searches, written)
         results += agreement_sections(out_dir, report_spec.agreements, runs, written)
     headline = partial.headline() if partial is not None else ""
-    seeds = {int(seed) for frame in (runs, searches) if "seed" in frame for seed in frame["seed"].dropna()}
     written.append(write_text(out_dir / "verdicts.json", verdicts_json(claims, meta, seeds, headline)))
     sections = [f"# {report_spec.title or 'Capacity report'}", headline, meta_section(meta)]
     sections += [marked(s, partial) for s in results]

@@ -15,7 +15,7 @@ from jaxmem.report.capacity.markdown import (
     slope_section,
     sorted_points,
 )
-from jaxmem.report.capacity.plot import plot_capacity
+from jaxmem.report.capacity.plot import CAPACITY_SECTIONS, plot_capacity, plotted_names
 from jaxmem.report.capacity.linear import linear_section
 from jaxmem.report.capacity.ratio import capacity_points
 from jaxmem.report.capacity.searches import usable_mask, x_column
@@ -23,6 +23,8 @@ from jaxmem.report.capacity.stable import non_monotone_note
 from jaxmem.report.capacity.success_map import answers, map_axes, probe_table, success_map_section
 from jaxmem.report.capacity.success_map_plot import plot_success_map
 from jaxmem.report.files import write_csv
+from jaxmem.report.laws import figure_laws, figure_relations
+from jaxmem.report.relations import section_of
 from jaxmem.spec.report_tables import ReportSpec
 from jaxmem.spec.sweep import SuccessRule
 
@@ -49,7 +51,10 @@ def write_capacity_report(
     sections += [linear_section(report_spec.fit_linear, answered, variable, report_spec.relations)]
     sections.append(bits_section(summary))
     if summary["n_points"] > 0:
-        written.append(plot_capacity(Path(out_dir) / "capacity.png", report_spec, searches, summary))
+        x, plotted = x_column(report_spec, searches), plotted_names(report_spec.fit, variable)
+        laws = figure_laws(report_spec.relations, runs, searches, x, plotted)
+        about = CAPACITY_SECTIONS + tuple(map(section_of, figure_relations(report_spec.relations, x, plotted)))
+        written.append(plot_capacity(Path(out_dir) / "capacity.png", report_spec, searches, summary, laws, about))
         sections.append("## Plot\n\n![capacity](capacity.png)")
     if report_spec.success_map is not None and not runs.empty:
         sections.append(write_success_map(Path(out_dir), report_spec, searches, runs, variable, written))

@@ -15,7 +15,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from jaxmem.report.files import save_figure  # noqa: E402
+from jaxmem.report.capacity.plot import CAPACITY_SECTIONS  # noqa: E402
+from jaxmem.report.captions import save_captioned  # noqa: E402
 from jaxmem.spec.report_tables import ReportSpec  # noqa: E402
 
 COLUMNS = 3
@@ -74,6 +75,6 @@ def plot_success_map(
     for ax in list(axes.flat)[len(groups) :]:
         ax.set_visible(False)
     fig.colorbar(points, ax=axes.ravel().tolist(), label="success rate over the seeds that probed it")
-    save_figure(fig, path, dpi=120)
+    save_captioned(fig, path, CAPACITY_SECTIONS, dpi=120)
     plt.close(fig)
     return path

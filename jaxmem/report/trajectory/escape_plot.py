@@ -16,7 +16,7 @@ import pandas as pd  # noqa: E402
 
 from matplotlib.lines import Line2D  # noqa: E402
 
-from jaxmem.report.files import save_figure  # noqa: E402
+from jaxmem.report.captions import save_captioned  # noqa: E402
 from jaxmem.report.text import group_labels, number  # noqa: E402
 from jaxmem.report.trajectory.stages import crossing_column  # noqa: E402
 from jaxmem.spec.report_tables import TrajectorySpec  # noqa: E402
@@ -69,6 +69,6 @@ def plot_escape(path: Path, stages: pd.DataFrame, fits: pd.DataFrame, spec: Traj
         ax.set_visible(False)
     fig.suptitle(title)
     fig.tight_layout()
-    save_figure(fig, path, dpi=120)
+    save_captioned(fig, path, ("Trajectories / Escape",), dpi=120)
     plt.close(fig)
     return path

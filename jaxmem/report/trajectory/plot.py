@@ -21,7 +21,7 @@ from matplotlib.patches import Patch  # noqa: E402
 
 from jaxmem.report.axes import readable_log  # noqa: E402
 
-from jaxmem.report.files import save_figure  # noqa: E402
+from jaxmem.report.captions import save_captioned  # noqa: E402
 from jaxmem.report.text import number  # noqa: E402
 from jaxmem.report.trajectory.guides import Guide  # noqa: E402
 from jaxmem.spec.report_tables import TrajectorySpec  # noqa: E402
@@ -136,7 +136,7 @@ def plot_trajectories(
     handles += stage_handles(spec) + mark_handles(len(marks) > 0, guides)
     if len(handles) > 1 or not by_metric:
         fig.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small", frameon=False)
-    save_figure(fig, path, dpi=120, bbox_inches="tight")
+    save_captioned(fig, path, ("Trajectories",), dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path
 

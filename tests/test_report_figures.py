@@ -1,0 +1,160 @@
+"""The report's figures at gallery size (issue 37 item 8), on tiny synthetic frames: a caption with the
+figure's claims, verdicts, preset and seeds; the claim's variables on the axes and its law drawn; censored
+searches marked; numbers written to their precision; every text inside the figure and clear of the others."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from matplotlib.collections import PathCollection
+
+from jaxmem.report.capacity.fit import summarise
+from jaxmem.report.capacity.plot import plot_capacity
+from jaxmem.report.captions import caption, captioning, seeds_text
+from jaxmem.report.laws import figure_laws
+from jaxmem.report.verdicts import Claim, Verdict, inconclusive
+from jaxmem.spec.sweep import stored_report_spec
+
+INF = float("inf")
+
+
+def search(point: str, seed: int, config: dict, capacity: float, censored: str = "", variable: str = "n") -> dict:
+    """A searches-table row; a censored search has no capacity, its last probe in first_failure."""
+    answered = not censored
+    return {
+        "point": point,
+        "seed": seed,
+        **config,
+        "variable": variable,
+        "capacity": capacity if answered else math.nan,
+        "first_failure": capacity * 1.5 if answered else capacity,
+        "censored": censored,
+        "rounds": 3,
+        "probes": 3,
+        "non_monotone": False,
+        "params": 100.0,
+        "bits": 10.0,
+        "status": "done",
+    }
+
+
+def u_shaped() -> pd.DataFrame:
+    """ch4_cov-like: n* against σ, low in the middle, two searches at each end censored above 8000."""
+    values = {0.1: [8000, 8000, 4000, 8000], 1.0: [2000, 4000, 4000, 4000], 10.0: [8000, 8000, 8000, 4000]}
+    rows = []
+    for sigma, ns in values.items():
+        for seed, n in enumerate(ns):
+            rows.append(search(f"s{sigma}", seed, {"sigma1": sigma}, n, "above" if sigma != 1.0 and seed < 2 else ""))
+    return pd.DataFrame(rows)
+
+
+def inverse_square() -> pd.DataFrame:
+    """ch2_alpha-like: N* = −150 + 56·α⁻² with seed noise, three α."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for alpha in (0.42, 0.46, 0.5):
+        for seed in range(5):
+            n = -150 + 56 / alpha**2 * (1 + 0.05 * rng.standard_normal())
+            rows.append(search(f"a{alpha}", seed, {"alpha": alpha}, float(n)))
+    return pd.DataFrame(rows)
+
+
+def capacity_figure(tmp_path, table: dict, searches: pd.DataFrame, claims=(), preset="quick"):
+    """capacity.png's figure as the report draws it (with the laws of the table's relations), captioned
+    with `claims`, and the spec."""
+    spec = stored_report_spec({"report": table})
+    summary = summarise(spec, searches)
+    plotted = {"capacity", summary["variable"]} if spec.fit in (None, summary["variable"]) else {spec.fit}
+    laws = figure_laws(spec.relations, pd.DataFrame(), searches, spec.x, plotted)
+    seeds = sorted(searches["seed"].unique())
+    with captioning(list(claims), preset, seeds) as pending:
+        plot_capacity(tmp_path / "capacity.png", spec, searches, summary, laws)
+    assert (tmp_path / "capacity.png").exists()
+    return pending[0].figure
+
+
+def texts(fig) -> list[str]:
+    return [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text") and a.get_visible())]
+
+
+def test_a_caption_holds_the_claim_its_value_and_interval_the_verdict_the_preset_and_the_seeds():
+    claims = [
+        Claim("Relations / R2.2: N* = a + b·α*^-2", "b in [0, inf]", Verdict("PASS"), 47.13, (15.8, 97.6), (0, INF)),
+        Claim("Relations / R2.2: N* = a + b·α*^-2", "R² ≥ 0.9", inconclusive("not distinguishable"), 0.93),
+        Claim("Linear fits", "N*: b in [0, inf]", inconclusive("slope CI spans 0"), 70.0, (-28, 168), diagnostic=True),
+        Claim("Heatmap / Floor", "the floor", Verdict("PASS")),
+    ]
+    text = caption(claims, ("Relations", "Linear fits"), "quick", [0, 1, 2, 3, 4])
+    assert text == (
+        "Relations / R2.2: N* = a + b·α*^-2: b in [0, inf]: 47 (95 % CI [16, 98]) → PASS; "
+        "R² ≥ 0.9: 0.930 → INCONCLUSIVE (not distinguishable). quick preset, seeds 0–4."
+    )  # the diagnostic and the other figure's claim are left out
+    assert caption(claims, (), "paper", [3]) == "No automatic verdict on this figure. paper preset, seed 3."
+    assert seeds_text([0, 2, 3]) == "seeds 0, 2, 3"
+
+
+def test_a_saved_figure_carries_its_caption_below_everything_it_draws(tmp_path):
+    claim = Claim("Fitted slope", "Expected slope in [0.8, 1.2]", Verdict("PASS"), 1.01, (0.9, 1.1), (0.8, 1.2))
+    fig = capacity_figure(tmp_path, {"x": "sigma1", "expect_slope": [0.8, 1.2]}, u_shaped(), [claim], "testable")
+    captions = [t for t in fig.texts if "preset" in t.get_text()]
+    assert len(captions) == 1
+    assert "Expected slope in [0.8, 1.2]: 1.01 (95 % CI [0.90, 1.10]) → PASS" in captions[0].get_text()
+    assert "testable preset, seeds 0–3" in captions[0].get_text()
+    renderer = fig.canvas.get_renderer()
+    axes_bottom = min(ax.get_tightbbox(renderer).y0 for ax in fig.axes)
+    assert captions[0].get_window_extent(renderer).y1 <= axes_bottom
+
+
+def test_censored_searches_are_drawn_as_triangles_at_their_last_probe(tmp_path):
+    fig = capacity_figure(tmp_path, {"x": "sigma1"}, u_shaped())
+    ax = fig.axes[0]
+    hollow = [
+        c
+        for c in ax.collections
+        if isinstance(c, PathCollection) and len(c.get_facecolors()) == 0 and len(c.get_offsets())
+    ]
+    assert hollow and {tuple(p) for c in hollow for p in c.get_offsets()} == {(0.1, 8000.0), (10.0, 8000.0)}
+    assert "search censored above its range" in texts(ax.get_legend())
+
+
+def test_a_flat_power_fit_is_drawn_and_its_slope_written_to_its_precision(tmp_path):
+    """ch4_cov: a slope of 5e-16 (an even U on a log axis) was neither drawn nor written readably."""
+    fig = capacity_figure(tmp_path, {"x": "sigma1"}, u_shaped())
+    ax = fig.axes[0]
+    fits = [line for line in ax.get_lines() if line.get_label().startswith("power fit")]
+    assert len(fits) == 1 and np.isfinite(fits[0].get_ydata()).all() and len(fits[0].get_ydata()) > 1
+    legend = " ".join(texts(ax.get_legend()))
+    assert "e-1" not in legend and "power fit: slope 0.0 (95 % CI [" in legend
+
+
+def test_the_claimed_law_is_drawn_in_place_of_a_power_fit(tmp_path):
+    """ch2_alpha: the claim is N* = a + b·α*⁻², so the figure draws that law, fitted as the relation is."""
+    relation = {
+        "label": "R2.2: N* = a + b·α*^-2",
+        "x": "alpha**-2",
+        "y": "capacity",
+        "fit": "linear",
+        "expect_slope": [0, INF],
+    }
+    fig = capacity_figure(tmp_path, {"x": "alpha", "fit": "n", "relation": [relation]}, inverse_square())
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    law = [line for line in fig.axes[0].get_lines() if line.get_label().startswith("R2.2")]
+    assert not any(label.startswith("power fit") for label in labels)
+    assert len(law) == 1
+    x, y = law[0].get_xdata(), law[0].get_ydata()
+    np.testing.assert_allclose(y, -150 + 56 / x**2, rtol=0.1)  # the law, curved on these axes
+
+
+def test_the_y_axis_is_the_fitted_quantity(tmp_path):
+    """fig4_facts_vs_params: the fit is of facts = size², so the y axis is size², not size."""
+    rows = [search(f"p{p}", 0, {"p": p}, math.sqrt(0.15 * p), variable="size") for p in (1000.0, 2000.0, 4000.0)]
+    searches = pd.DataFrame(rows).assign(params=lambda f: f["p"])
+    fig = capacity_figure(tmp_path, {"fit": "size*size", "expect_slope": [0.8, 1.2]}, searches)
+    ax = fig.axes[0]
+    assert ax.get_ylabel().startswith("size·size")
+    dots = [c for c in ax.collections if isinstance(c, PathCollection) and len(c.get_facecolors())]
+    np.testing.assert_allclose(sorted(dots[0].get_offsets()[:, 1]), [150.0, 300.0, 600.0])
+    fit = next(line for line in ax.get_lines() if line.get_label().startswith("power fit"))
+    assert "slope 1.00" in fit.get_label()
