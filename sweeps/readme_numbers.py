@@ -1,6 +1,7 @@
 """Every number the sweep READMEs quote, and docs/gallery.md, regenerated from the stores of the sweeps' runs.
 
-    python sweeps/readme_numbers.py [--run] [--family F] [--sweeps a,b] [--results DIR] [--check]
+    python sweeps/readme_numbers.py [--run] [--ship] [--check] [--family F] [--sweeps a,b] [--presets p,q]
+                                    [--results DIR]
 
 A README (sweeps/<family>/README*.md) or docs/gallery.md holds generated blocks:
 
@@ -9,16 +10,23 @@ A README (sweeps/<family>/README*.md) or docs/gallery.md holds generated blocks:
     <!-- /numbers -->
 
 A block is rendered from the store of `jaxmem run sweeps/<family>/<sweep>.toml --preset <preset>` in
-DIR/<sweep>-<preset> (DIR: results/numbers). The store's report is written again first (`jaxmem report`:
-the current report code), then read through jaxmem.report.headline: report.md's sections and verdicts and
-the report's CSVs. Every block starts with the preset and seeds it comes from and the command that
-regenerates it; a block whose store is missing says so, with that command.
+DIR/<sweep>-<preset> (DIR: results/numbers) or, where that folder holds no store (a fresh clone), from the
+preset's shipped results, sweeps/<family>/data/<sweep>-<preset>/ (`jaxmem export`: Parquet files and a manifest,
+imported into a scratch store; see sweeps/README.md). The store's report is written again first (`jaxmem
+report`: the current report code), then read through jaxmem.report.headline: report.md's sections and verdicts
+and the report's CSVs. Every block starts with the preset and seeds it comes from and the command that
+regenerates it; a block with neither a store nor shipped results says so, with that command.
 
   --run       run (or resume) the preset of every selected block first, one at a time (`jaxmem run`: a
               finished store is left as it is)
-  --check     write nothing; exit 1 when a block would change, printing its diff
+  --ship      then export every selected preset's store in DIR to its shipped folder (sweeps/<family>/data/)
+  --check     write nothing; compare every block, within the tolerance below, and every gallery figure,
+              re-rendered, with docs/gallery/ (FIGURE_TOLERANCE); print what differs. Exit 0: all agree;
+              1: a block or figure differs; 3: all that could be rendered agree, but some blocks have
+              neither a store nor shipped results (listed, with the command that ships them)
   --family F  only the READMEs of sweeps/F/ and the gallery entries of F's sweeps
   --sweeps    only the blocks of these sweeps (comma-separated)
+  --presets   only the blocks of these presets (comma-separated, e.g. quick)
   --reuse-reports
               read each store's report as it was last written (faster: a report with host reference
               checks re-solves them); the default writes it again with the current report code
@@ -58,6 +66,11 @@ Kinds (options key=value; lists comma-separated; quote a value with spaces):
                       a test's path (tests/...) reads no store: its verdict is the judgement the test checks;
                       one whose third cell is `not built` reads none either: "not run here (not built)"
 `where` may be given more than once (every condition must hold); its value may list alternatives, where=H=1|4.
+
+Tolerance (--check): a block agrees with its rendering when the text between their numbers is the same and each
+number agrees: equal, or within RELATIVE (1e-3) of each other, or, printed with 3 or more significant digits,
+within one unit of its last printed digit (0.001318 and 0.001317; -1337 and -1338; 0.125 and 0.126); so float
+noise from a rerun passes while a changed count (3 of 5), verdict or digit beyond these does not.
 """
 
 from __future__ import annotations
@@ -72,10 +85,14 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from jaxmem.persistence.shipped import MANIFEST, ExportError, export_results, import_results
 
 ROOT = Path(__file__).resolve().parent.parent
 SWEEPS = ROOT / "sweeps"
@@ -322,9 +339,7 @@ def section_kind(block: Block, headline) -> str:
         else:
             chunks.append([line])
     keep_all = block.option("all_columns", "false") == "true"
-    quoted = [
-        "\n".join(c) if c[0][0] == "-" or keep_all else without_constant_columns(c) for c in chunks if c
-    ]
+    quoted = ["\n".join(c) if c[0][0] == "-" or keep_all else without_constant_columns(c) for c in chunks if c]
     return "\n\n".join(quoted)
 
 
@@ -709,20 +724,49 @@ def store_folder(results: Path, block: Block) -> Path:
     return results / f"{block.sweep}-{block.preset}"
 
 
+def shipped_folder(block: Block) -> Path:
+    """sweeps/<family>/data/<sweep>-<preset>: the preset's shipped results (`jaxmem export`)."""
+    return spec_path(block.sweep).parent / "data" / f"{block.sweep}-{block.preset}"
+
+
 def run_preset(results: Path, block: Block) -> None:
     """`jaxmem run` the block's preset into its store folder (resumes; a finished sweep is left as it is)."""
     folder = store_folder(results, block)
     jaxmem = shutil.which("jaxmem", path=str(Path(sys.executable).parent)) or "jaxmem"
     command = [jaxmem, "run", str(spec_path(block.sweep)), "--preset", block.preset, "--out", str(folder)]
     print("running:", " ".join(command), flush=True)
+    started = time.monotonic()
     done = subprocess.run(command, cwd=ROOT)
     if done.returncode != 0:
         sys.exit(f"readme_numbers: `{' '.join(command)}` failed with exit code {done.returncode}")
+    print(f"ran {block.sweep} {block.preset} in {time.monotonic() - started:.0f} s", flush=True)
 
 
-def load_headlines(results: Path, blocks: list[Block], rewrite: bool = True) -> dict[tuple[str, str], object]:
-    """The headline of every stored sweep the blocks name (`rewrite`: its report written again first); None
-    where the store is missing."""
+def ship(results: Path, block: Block) -> None:
+    """The block's store in `results` exported to its shipped folder (`jaxmem export`)."""
+    target = shipped_folder(block)
+    manifest = export_results(store_folder(results, block), target)
+    size = sum((target / name).stat().st_size for name in manifest["files"])
+    print(f"shipped {target.relative_to(ROOT)}: {size / 1024:.0f} KiB, {manifest['elapsed_s']:.0f} s of sweep time")
+
+
+def numbers_folder(results: Path, scratch: Path, block: Block) -> Path | None:
+    """The output folder a block's store is read from: its own in `results`, else one imported into `scratch`
+    from its shipped results; None when there is neither."""
+    folder = store_folder(results, block)
+    if (folder / "results.sqlite").exists():
+        return folder
+    if not (shipped_folder(block) / MANIFEST).exists():
+        return None
+    import_results(shipped_folder(block), scratch / folder.name)
+    return scratch / folder.name
+
+
+def load_headlines(
+    results: Path, blocks: list[Block], scratch: Path, rewrite: bool = True
+) -> dict[tuple[str, str], object]:
+    """The headline of every sweep the blocks name, read from its store or its shipped results (numbers_folder)
+    (`rewrite`: its report written again first); None where it has neither."""
     from jaxmem.report.from_store import report
     from jaxmem.report.headline import headline
 
@@ -731,14 +775,94 @@ def load_headlines(results: Path, blocks: list[Block], rewrite: bool = True) -> 
         key = (block.sweep, block.preset)
         if key in found:
             continue
-        folder = store_folder(results, block)
-        if not (folder / "results.sqlite").exists():
-            found[key] = None
-            continue
-        if rewrite or not (folder / "report.md").exists():
+        folder = numbers_folder(results, scratch, block)
+        if folder is not None and (rewrite or not (folder / "report.md").exists()):
             report(folder)
-        found[key] = headline(folder)
+        found[key] = None if folder is None else headline(folder)
     return found
+
+
+def has_numbers(block: Block, headlines: dict) -> bool:
+    """Whether every store the block reads was found (its own or shipped)."""
+    return all(headlines[(store.sweep, store.preset)] is not None for store in stores_of(block))
+
+
+# ---- --check: blocks compared within a tolerance, figures within FIGURE_TOLERANCE
+
+RELATIVE = 1e-3  # numbers this close (relatively) agree
+NUMBER = re.compile(r"(?<![\w.])([-−]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?![\w])")
+PIXEL_DELTA = 64  # a pixel differs when a colour channel differs by more (of 255)
+FIGURE_TOLERANCE = 0.005  # a figure differs when more than this share of its pixels differ, or its size does
+
+
+def last_digit(number: str) -> tuple[int, float]:
+    """A printed number's significant digits and the value of one unit of its last digit ("0.00132": 3, 1e-5;
+    "1.34e+03": 3, 10; "1300": 2, 100)."""
+    mantissa, _, exponent = number.lstrip("-−").partition("e")
+    whole, _, decimals = mantissa.partition(".")
+    digits = (whole + decimals).lstrip("0")
+    if not decimals:
+        digits = digits.rstrip("0")
+        unit = 10.0 ** (len(whole) - max(len(digits), 1) if whole.strip("0") else 0)
+    else:
+        unit = 10.0 ** -len(decimals)
+    return len(digits), unit * 10.0 ** int(exponent or 0)
+
+
+def numbers_agree(first: str, second: str) -> bool:
+    """Whether two printed numbers agree: equal, within RELATIVE, or within one unit of the last digit of the
+    one printed with 3 or more significant digits (the finer, where both are)."""
+    a, b = (float(n.replace("−", "-")) for n in (first, second))
+    units = [unit for digits, unit in map(last_digit, (first, second)) if digits >= 3]
+    allowed = max(RELATIVE * max(abs(a), abs(b)), min(units, default=0.0) * (1 + 1e-9))
+    return a == b or abs(a - b) <= allowed
+
+
+def blocks_agree(old: str, new: str) -> bool:
+    """Whether two renderings of a block say the same: the same text between their numbers, each pair of
+    numbers agreeing (numbers_agree)."""
+    old_parts, new_parts = NUMBER.split(old), NUMBER.split(new)
+    if len(old_parts) != len(new_parts) or old_parts[::2] != new_parts[::2]:
+        return False
+    return all(numbers_agree(a, b) for a, b in zip(old_parts[1::2], new_parts[1::2]))
+
+
+def differing_blocks(path: Path, old: str, new: str) -> list[str]:
+    """The diff of every block of `path` whose text `old` and `new` render beyond the tolerance."""
+    name = str(path.relative_to(ROOT))
+    diffs = []
+    for before, after in zip(BLOCK.finditer(old), BLOCK.finditer(new)):
+        if not blocks_agree(before.group(0), after.group(0)):
+            lines = difflib.unified_diff(before.group(0).splitlines(True), after.group(0).splitlines(True), name, name)
+            diffs.append("".join(lines) + "\n")
+    return diffs
+
+
+def figure_difference(rendered: Path, shipped: Path) -> str | None:
+    """How figure `rendered` differs from `shipped` beyond FIGURE_TOLERANCE, or None where it does not."""
+    from PIL import Image
+
+    if not shipped.exists():
+        return f"{shipped.relative_to(ROOT)} is missing"
+    new, old = (np.asarray(Image.open(p).convert("RGB"), dtype=np.int16) for p in (rendered, shipped))
+    if new.shape != old.shape:
+        return f"{shipped.relative_to(ROOT)}: {old.shape[1]}×{old.shape[0]} px, rendered {new.shape[1]}×{new.shape[0]}"
+    share = float((np.abs(new - old).max(axis=2) > PIXEL_DELTA).mean())
+    if share <= FIGURE_TOLERANCE:
+        return None
+    return f"{shipped.relative_to(ROOT)}: {share:.1%} of its pixels differ from the figure rendered now"
+
+
+def differing_figures(blocks: list[Block], headlines: dict, scratch: Path) -> list[str]:
+    """How each gallery block's figure, rendered from its store, differs from the one in docs/gallery/."""
+    found = []
+    for block in blocks:
+        source = gallery_source(block, headlines[(block.sweep, block.preset)]) if block.kind == "gallery" else None
+        if source is not None:
+            rendered = scratch / f"{block.sweep}-{block.preset}.png"
+            compact_png(source, rendered)
+            found.append(figure_difference(rendered, gallery_figure(block)))
+    return [difference for difference in found if difference]
 
 
 def render(block: Block, headline) -> str:
@@ -771,56 +895,105 @@ def documents(family: str | None) -> list[Path]:
     return readmes + ([GALLERY] if GALLERY.exists() else [])
 
 
-def chooser(family: str | None, sweeps: set[str] | None):
+def chooser(family: str | None, sweeps: set[str] | None, presets: set[str] | None = None):
     def chosen(block: Block) -> bool:
         stores = stores_of(block)
         if sweeps is not None and not any(store.sweep in sweeps for store in stores):
+            return False
+        if presets is not None and not any(store.preset in presets for store in stores):
             return False
         return family is None or any(family_of(store.sweep) == family for store in stores)
 
     return chosen
 
 
+def comma_set(text: str | None) -> set[str] | None:
+    return set(text.split(",")) if text else None
+
+
+def ship_command(missing: list[Block], headlines: dict) -> str:
+    """The commands that run and ship the presets the `missing` blocks lack, one per preset."""
+    wanted: dict[str, set[str]] = {}
+    for block in (store for block in missing for store in stores_of(block)):
+        if headlines[(block.sweep, block.preset)] is None:
+            wanted.setdefault(block.preset, set()).add(block.sweep)
+    return "; ".join(
+        f"python sweeps/readme_numbers.py --run --ship --presets {preset} --sweeps {','.join(sorted(sweeps))}"
+        for preset, sweeps in sorted(wanted.items())
+    )
+
+
+def check(paths: list[Path], blocks: list[Block], headlines: dict, chosen, scratch: Path) -> int:
+    """--check: every chosen block that has its numbers rendered and compared within the tolerance, every
+    gallery figure re-rendered and compared; the differences printed; the exit code (see the docstring)."""
+    found = [block for block in blocks if has_numbers(block, headlines)]
+    missing = [block for block in blocks if not has_numbers(block, headlines)]
+    rendered = [block for block in found if block.kind == "gallery"]
+    diffs = [
+        diff
+        for path in paths
+        for diff in differing_blocks(
+            path, path.read_text(), rewritten(path, headlines, lambda b: chosen(b) and has_numbers(b, headlines))
+        )
+    ]
+    figures = differing_figures(rendered, headlines, scratch)
+    sys.stdout.writelines(diffs)
+    print(*(f"figure differs: {figure}" for figure in figures), sep="\n", end="\n" if figures else "")
+    print(
+        f"readme_numbers: {len(found)} blocks compared, {len(diffs)} differ beyond the tolerance; "
+        f"{len(rendered)} figures compared, {len(figures)} differ"
+    )
+    if missing:
+        print(
+            f"readme_numbers: {len(missing)} blocks have no shipped data yet (no store in --results, nothing in "
+            f"sweeps/<family>/data/); ship them with: {ship_command(missing, headlines)}"
+        )
+    return 1 if diffs or figures else 3 if missing else 0
+
+
+def write(paths: list[Path], blocks: list[Block], headlines: dict, chosen) -> None:
+    """Every chosen block rendered again into its file, every gallery figure copied to docs/gallery/."""
+    for path in paths:
+        text = rewritten(path, headlines, chosen)
+        if text != path.read_text():
+            path.write_text(text)
+            print(f"rewrote: {path.relative_to(ROOT)}")
+    copy_figures(blocks, headlines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run", action="store_true", help="run the selected blocks' presets first")
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a block would change")
+    parser.add_argument("--ship", action="store_true", help="export the selected presets' stores to sweeps/*/data/")
+    parser.add_argument("--check", action="store_true", help="write nothing; compare within the tolerance")
     parser.add_argument("--family", help="only sweeps/FAMILY/ and its gallery entries")
     parser.add_argument("--sweeps", help="only the blocks of these sweeps (comma-separated)")
+    parser.add_argument("--presets", help="only the blocks of these presets (comma-separated)")
     parser.add_argument("--results", type=Path, default=ROOT / "results" / "numbers", help="the stores' folder")
     parser.add_argument("--reuse-reports", action="store_true", help="read the reports as written, not rewritten")
     args = parser.parse_args(argv)
-    chosen = chooser(args.family, set(args.sweeps.split(",")) if args.sweeps else None)
+    chosen = chooser(args.family, comma_set(args.sweeps), comma_set(args.presets))
     try:
         paths = documents(args.family)
         blocks = [b for p in paths for b in blocks_of(p) if chosen(b)]
         if not blocks:
             print("readme_numbers: no block selected", file=sys.stderr)
             return 2
-        if args.run:
-            stores = [store for block in blocks for store in stores_of(block) if chosen(store)]
-            for block in {(b.sweep, b.preset): b for b in stores}.values():
-                run_preset(args.results, block)
-        headlines = load_headlines(args.results, blocks, rewrite=not args.reuse_reports)
-        changed = []
-        for path in paths:
-            text = rewritten(path, headlines, chosen)
-            old = path.read_text()
-            if text != old:
-                changed.append(path)
-                if args.check:
-                    name = str(path.relative_to(ROOT))
-                    sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), text.splitlines(True), name, name))
-                else:
-                    path.write_text(text)
-        if not args.check:
-            copy_figures(blocks, headlines)
-    except BlockError as error:
+        stores = {(s.sweep, s.preset): s for block in blocks for s in stores_of(block) if chosen(s)}.values()
+        for store in stores if args.run else ():
+            run_preset(args.results, store)
+        for store in stores if args.ship else ():
+            if (store_folder(args.results, store) / "results.sqlite").exists():
+                ship(args.results, store)
+        with tempfile.TemporaryDirectory() as scratch:
+            headlines = load_headlines(args.results, blocks, Path(scratch), rewrite=not args.reuse_reports)
+            if args.check:
+                return check(paths, blocks, headlines, chosen, Path(scratch))
+            write(paths, blocks, headlines, chosen)
+    except (BlockError, ExportError) as error:
         print(f"readme_numbers: {error}", file=sys.stderr)
         return 2
-    for path in changed:
-        print(("would change: " if args.check else "rewrote: ") + str(path.relative_to(ROOT)))
-    return 1 if args.check and changed else 0
+    return 0
 
 
 if __name__ == "__main__":

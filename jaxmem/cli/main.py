@@ -15,7 +15,8 @@ from jaxmem.version import __version__
 from jaxmem.cli.errors import UsageError, exit_code, message
 
 INTERRUPTED = "stopped by SIGINT; stored results are kept, rerun the same command to finish"
-LIGHT = ("status", "compare", "schema")  # commands that never import JAX: the run options (which do) are not built
+# commands that never import JAX: the run options (which do) are not built
+LIGHT = ("status", "compare", "schema", "export", "import")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,6 +75,12 @@ def build_parser(run_options: bool = True) -> argparse.ArgumentParser:
         help="re-render with this spec file's [report] table (same sweep otherwise; the store keeps its own)",
     )
     rep.add_argument("--preset", default=None, help="with --spec: its preset (default: the folder's)")
+    export = sub.add_parser("export", help="an output folder's results as Parquet files and a manifest, to commit")
+    export.add_argument("out")
+    export.add_argument("--to", required=True, help="the export's folder (e.g. sweeps/<family>/data/<sweep>-<preset>)")
+    imported = sub.add_parser("import", help="rebuild an output folder's results.sqlite from an export")
+    imported.add_argument("export")
+    imported.add_argument("--out", required=True, help="the output folder to create (`jaxmem report` it next)")
     listing = sub.add_parser("list", help="experiments and shipped sweeps, or with --columns the tables' columns")
     listing.add_argument("--columns", action="store_true", help="every column of every table, explained")
     listing.add_argument("--spec", action="store_true", help="every table and key of a sweep spec, explained")
@@ -285,6 +292,24 @@ def _report(args) -> int:
     return 0
 
 
+def _export(args) -> int:
+    from jaxmem.cli.paths import checked_folder
+    from jaxmem.cli.status import holds_results
+    from jaxmem.persistence.shipped import export_results
+
+    manifest = export_results(holds_results(checked_folder(args.out)), checked_folder(args.to, "--to"))
+    print(f"exported {sum(f['rows'] for f in manifest['files'].values())} rows to {args.to}")
+    return 0
+
+
+def _import(args) -> int:
+    from jaxmem.cli.paths import checked_folder
+    from jaxmem.persistence.shipped import import_results
+
+    print(f"results: {import_results(args.export, checked_folder(args.out, '--out'))}")
+    return 0
+
+
 def _list(args) -> int:
     if args.spec:
         from jaxmem.spec.document import reference
@@ -322,7 +347,16 @@ def _schema(args) -> int:
     return 0
 
 
-COMMANDS = {"run": _run, "status": _status, "report": _report, "list": _list, "compare": _compare, "schema": _schema}
+COMMANDS = {
+    "run": _run,
+    "status": _status,
+    "report": _report,
+    "export": _export,
+    "import": _import,
+    "list": _list,
+    "compare": _compare,
+    "schema": _schema,
+}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -303,6 +303,12 @@ class Store:
                 (bucket, json.dumps(shape, sort_keys=True), slots, seconds, at),
             )
 
+    def add_rows(self, table: str, rows: Iterable[tuple]) -> None:
+        """Append rows of `table`, each a tuple of its CHECKED columns' values, in one transaction (an
+        imported export: jaxmem.persistence.shipped)."""
+        with self._writing():
+            self.db.executemany(_insert(table, "INSERT"), rows)
+
     def finished_runs(self) -> dict[str, tuple[bool, bool]]:
         """run_id -> (success, diverged) for every stored run."""
         return {r: (bool(s), bool(d)) for r, s, d in self.db.execute("SELECT run_id, success, diverged FROM runs")}
