@@ -430,6 +430,45 @@ def disk_full_before_the_first_write(tmp: Path) -> None:
         subprocess.run(["umount", str(mount)], capture_output=True)
 
 
+def lock_deleted_while_stopped(tmp: Path, reference: Path) -> None:
+    """A run SIGSTOPped, its .lock deleted by hand, a second run started, then the first continued."""
+    out = tmp / "lock-deleted"
+    first = started("run", SPEC, "--out", out, "--quiet")
+    deadline = time.time() + 120
+    while stored_runs(out) < 4 and time.time() < deadline and first.poll() is None:
+        time.sleep(0.1)
+    first.send_signal(signal.SIGSTOP)
+    (out / ".lock").unlink()
+    second = jaxmem("run", SPEC, "--out", out, "--quiet", timeout=120)
+    first.send_signal(signal.SIGCONT)
+    output, _ = first.communicate(timeout=300)
+    rerun = jaxmem("run", SPEC, "--out", out, "--quiet")
+    same, words = agrees(out, reference)
+    record("a run SIGSTOPped, its .lock deleted, a second run started, the first continued",
+           "the second exits 3; the first stops (exit 3) or finishes; a rerun agrees",
+           second.returncode == 3 and first.returncode in (0, 3) and rerun.returncode == 0 and same,
+           f"second exit {second.returncode}: {said(second)}; first exit {first.returncode}; rerun exit "
+           f"{rerun.returncode}; {words}")
+
+
+def report_racing_the_end(tmp: Path) -> None:
+    """`jaxmem report` rerun for as long as the sweep runs, the last one still running as it finishes."""
+    out = tmp / "report-race"
+    child, reports = started("run", SPEC, "--out", out, "--quiet"), 0
+    while child.poll() is None:
+        if (out / "results.sqlite").exists():
+            jaxmem("report", out)
+            reports += 1
+        time.sleep(0.2)
+    child.communicate(timeout=60)
+    status = jaxmem("status", out)
+    text = (out / "report.md").read_text() if (out / "report.md").exists() else ""
+    stale = "partial:" in text
+    record(f"`jaxmem report` racing the sweep's end ({reports} reports while it ran)",
+           "status finished; report.md is not partial", "finished" in status.stdout and not stale,
+           f"status: {status.stdout.splitlines()[0][-40:] if status.stdout else said(status)}; partial report: {stale}")
+
+
 BROKEN = {
     "raise in init": "def init(key, shape, dyn):\n    raise RuntimeError('boom')\n",
     "a vector loss": "def loss(params, problem, shape, dyn, key):\n    return params['w']\n",
@@ -538,6 +577,8 @@ def main() -> None:
         read_only(tmp, reference)
         bad_input(tmp)
         odd_lock_files(tmp, reference)
+        lock_deleted_while_stopped(tmp, reference)
+        report_racing_the_end(tmp)
         broken_experiments(tmp)
         edited_experiment(tmp)
         hung_program(tmp)
