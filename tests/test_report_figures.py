@@ -13,6 +13,8 @@ from matplotlib.collections import PathCollection
 from jaxmem.report.capacity.fit import summarise
 from jaxmem.report.capacity.plot import plot_capacity
 from jaxmem.report.captions import caption, captioning, seeds_text
+from jaxmem.report.grid.plot import colour_range, plot_heatmap
+from jaxmem.report.grid.report import profile_laws
 from jaxmem.report.laws import figure_laws
 from jaxmem.report.verdicts import Claim, Verdict, inconclusive
 from jaxmem.spec.sweep import stored_report_spec
@@ -158,3 +160,55 @@ def test_the_y_axis_is_the_fitted_quantity(tmp_path):
     np.testing.assert_allclose(sorted(dots[0].get_offsets()[:, 1]), [150.0, 300.0, 600.0])
     fit = next(line for line in ax.get_lines() if line.get_label().startswith("power fit"))
     assert "slope 1.00" in fit.get_label()
+
+
+def error_runs() -> pd.DataFrame:
+    """ch4_error_n-like: the error ∝ n^-0.5 at one d, three seeds."""
+    rows = [
+        {"seed": s, "n": n, "d": 5, "final_error_w": 160 / math.sqrt(n) * (1 + 0.02 * s)}
+        for n in (1000, 2000, 4000, 8000)
+        for s in range(3)
+    ]
+    return pd.DataFrame(rows)
+
+
+def heatmap_figure(tmp_path, heatmap: dict, cells: pd.DataFrame, runs: pd.DataFrame, relations=()):
+    """heatmap.png's figure as the report draws it (with the claimed laws along a one-row grid)."""
+    report_spec = stored_report_spec({"report": {"heatmap": heatmap, "relation": list(relations)}})
+    spec = report_spec.heatmap
+    laws, about = profile_laws(report_spec, spec, cells, runs)
+    with captioning([], "quick", [0, 1, 2]) as pending:
+        plot_heatmap(tmp_path / "heatmap.png", spec, cells, [], "title", spec.metric, None, laws, about)
+    return pending[0].figure
+
+
+def test_a_heatmap_of_one_row_is_a_line_on_log_axes_with_the_claimed_law(tmp_path):
+    """ch4_error_n: one d, so the heatmap was one coloured row, with no log axes and no law."""
+    runs = error_runs()
+    cells = runs.groupby("n", as_index=False)["final_error_w"].mean().assign(x=lambda f: f["n"], y=5)
+    law = {"label": "slope against n", "x": "n", "y": "final_error_w", "fit": "power", "expect_slope": [-0.65, -0.4]}
+    heatmap = {"x": "n", "y": "d", "metric": "final_error_w", "better": "min"}
+    fig = heatmap_figure(tmp_path, heatmap, cells, runs, [law])
+    ax = fig.axes[0]
+    assert not ax.collections  # no colour mesh, no colour bar
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    drawn = [line for line in ax.get_lines() if line.get_label().startswith("slope against n")]
+    assert len(drawn) == 1 and "b = -0.500 (95 % CI [-0.500, -0.500])" in drawn[0].get_label()
+    np.testing.assert_allclose(drawn[0].get_ydata(), 161.6 / np.sqrt(drawn[0].get_xdata()), rtol=0.01)
+
+
+def test_a_narrow_colour_range_starts_at_zero_says_so_and_shows_the_threshold(tmp_path):
+    """e1_phase1_bias: values 0.462–0.497 were stretched over the whole colour map; its 0.46 not drawn."""
+    values = {(16, 4): 0.497, (32, 4): 0.462, (64, 4): 0.475, (16, 8): 0.468, (32, 8): 0.467, (64, 8): 0.463}
+    cells = pd.DataFrame([{"x": x, "y": y, "final_c_bias": v} for (x, y), v in values.items()])
+    heatmap = {"x": "d", "y": "k", "metric": "final_c_bias", "better": "min", "threshold": 0.46}
+    fig = heatmap_figure(tmp_path, heatmap, cells, pd.DataFrame())
+    mesh = fig.axes[0].collections[0]
+    assert mesh.get_clim() == (0.0, 0.497)
+    bar = fig.axes[1]
+    assert "values 0.462–0.497, scale from 0" in bar.get_ylabel()
+    assert [line.get_ydata()[0] for line in bar.get_lines()] == [0.46]
+    assert colour_range(np.array([0.2, 0.9]), stored_report_spec({"report": {"heatmap": heatmap}}).heatmap)[:2] == (
+        0.2,
+        0.9,
+    )  # a wide range keeps the data's limits

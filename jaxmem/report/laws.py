@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import textwrap
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,8 @@ from jaxmem.report.text import rounded
 from jaxmem.spec.expr import evaluate
 from jaxmem.spec.report_relations import Relation
 from jaxmem.spec.tables import names_of
+
+LABEL_WIDTH = 60  # characters per line of a law's legend entry
 
 
 def bare(expression: str) -> str:
@@ -44,10 +47,11 @@ class Law:
         return fitted_curve(self.relation, self.fit, at)
 
     def label(self) -> str:
-        """e.g. "R2.2: N* = a + b·α*^-2: b = 47 (95 % CI [16, 98]) over the medians"."""
+        """e.g. "R2.2: N* = a + b·α*^-2: b = 47 (95 % CI [16, 98]) over the medians", wrapped for a legend."""
         b, low, high = self.fit["b"], self.fit["b_lo"], self.fit["b_hi"]
         interval = f" (95 % CI [{rounded(low, low, high)}, {rounded(high, low, high)}])" if math.isfinite(low) else ""
-        return f"{self.relation.label}: b = {rounded(b, low, high)}{interval} over the medians"
+        text = f"{self.relation.label}: b = {rounded(b, low, high)}{interval} over the medians"
+        return "\n".join(textwrap.wrap(text, LABEL_WIDTH))
 
 
 def figure_relations(relations: tuple[Relation, ...], x: str, ys: set[str]) -> list[Relation]:

@@ -35,12 +35,13 @@ def number(value, decimals: int | None = None) -> str:
 
 def rounded(value: float, low: float = math.nan, high: float = math.nan) -> str:
     """`value` to the precision its interval [low, high] supports, two significant digits of the half-width
-    (5.455e-16 in [−3.1, 3.1] → "0.0", 47.13 in [15.8, 97.6] → "47"); without an interval as `number`
-    writes it, to 4 significant digits."""
+    but no more than three of the largest of them (5.455e-16 in [−3.1, 3.1] → "0.0", 47.13 in [15.8, 97.6]
+    → "47", −0.4999999 in [−0.5000001, −0.4999998] → "-0.500"); without an interval as `number` writes it."""
     half = (high - low) / 2
     if not (math.isfinite(half) and half > 0):
         return number(value, 3)
-    decimals = max(0, 1 - math.floor(math.log10(half)))
+    largest = max(abs(value), abs(low), abs(high))
+    decimals = max(0, min(1 - math.floor(math.log10(half)), 2 - math.floor(math.log10(largest))))
     text = f"{value:.{decimals}f}"
     return text[1:] if text.startswith("-") and float(text) == 0 else text
 

@@ -18,7 +18,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from jaxmem.report.axes import readable_log  # noqa: E402
+from jaxmem.report.axes import data_y_range, readable_log  # noqa: E402
 from jaxmem.report.capacity.censored import ordered  # noqa: E402
 from jaxmem.report.capacity.fit import apply_fit  # noqa: E402
 from jaxmem.report.capacity.points import point_table  # noqa: E402
@@ -122,6 +122,9 @@ def plot_capacity(
     table_labels = group_labels(table, group_by)
 
     fig, ax = plt.subplots(figsize=(7, 5))
+    for axis, scale in ((ax.xaxis, ax.set_xscale), (ax.yaxis, ax.set_yscale)):
+        scale("log")
+        readable_log(axis)
     colors = {label: f"C{i % 10}" for i, label in enumerate(dict.fromkeys(table_labels))}
     for label, color in colors.items():
         group = table[table_labels == label]
@@ -136,8 +139,9 @@ def plot_capacity(
     lo, hi = rows["capacity"].min(), rows["capacity"].max()
     x_lo, x_hi = rows[x].min(), rows[x].max()
     grid = np.geomspace(x_lo, x_hi, GRID_POINTS) if x_hi > x_lo else np.array([])
-    for law in laws:
-        ax.plot(grid, law.curve(x, grid), "--", color="black", lw=1.6, zorder=3, label=law.label())
+    with data_y_range(ax):
+        for law in laws:
+            ax.plot(grid, law.curve(x, grid), "--", color="black", lw=1.6, zorder=3, label=law.label())
     if np.isfinite(summary["slope"]) and grid.size and (not laws or summary["expect_slope"] is not None):
         line = np.exp(summary["intercept"]) * grid ** summary["slope"]
         ax.plot(grid, line, "--", color="0.35", lw=1.6, zorder=3, label=power_label(summary))
@@ -146,10 +150,6 @@ def plot_capacity(
         gx, gy = within(*guide_curve(guide.expr, variable, fit, lo / 4, hi * 4), x_lo, x_hi)
         ax.plot(gx, gy, ":", color="black", label=guide.label)
 
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    readable_log(ax.xaxis)
-    readable_log(ax.yaxis)
     ax.set_xlabel(report_spec.x_label or X_LABELS.get(x, x))
     ax.set_ylabel(y_label(fit, variable))
     ax.set_title(report_spec.title or "Capacity scaling")

@@ -14,8 +14,10 @@ from jaxmem.report.files import write_csv
 from jaxmem.report.grid.cells import heatmap_cells, is_categorical, point_cells
 from jaxmem.report.grid.markdown import heatmap_section, points_section
 from jaxmem.report.grid.phase import phase_boundaries, phase_section, with_rate
-from jaxmem.report.grid.plot import plot_heatmap
+from jaxmem.report.grid.plot import HEATMAP_SECTIONS, plot_heatmap, profile_axis
 from jaxmem.report.grid.tradeoff import analyse
+from jaxmem.report.laws import Law, figure_laws, figure_relations
+from jaxmem.report.relations import section_of
 from jaxmem.report.runs import shown_metric
 from jaxmem.report.success import better, judged_metric, metric_label
 from jaxmem.spec.report_tables import ReportSpec
@@ -53,7 +55,9 @@ def write_grid_report(
         if cells[spec.metric].notna().any():
             title = report_spec.title or "Heatmap"
             path = Path(out_dir) / "heatmap.png"
-            written.append(plot_heatmap(path, spec, cells, analysis.get("boundary", []), title, label, phases))
+            boundary = analysis.get("boundary", [])
+            laws, about = profile_laws(report_spec, spec, cells, runs)
+            written.append(plot_heatmap(path, spec, cells, boundary, title, label, phases, laws, about))
             plot_name = "heatmap.png"
         judged = judged_metric(rule, train_metric)
         baseline = shown_metric(spec.metric, judged)
@@ -63,3 +67,15 @@ def write_grid_report(
             sections.append(phase_section(spec.x_label, spec.y_label, cells, phases))
     sections.append(points_section(points, spec, rule, train_metric))
     return sections
+
+
+def profile_laws(report_spec: ReportSpec, spec, cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[list[Law], tuple]:
+    """A grid of one row or column (jaxmem.report.grid.plot.profile_axis): the claimed laws of the relations
+    of its metric along the axis that varies, and the sections of the claims its figure shows."""
+    along = profile_axis(cells)
+    if along is None:
+        return [], HEATMAP_SECTIONS
+    axis, metric = spec.x if along == "x" else spec.y, {spec.metric}
+    relations = figure_relations(report_spec.relations, axis, metric)
+    laws = figure_laws(report_spec.relations, runs, pd.DataFrame(), axis, metric)
+    return laws, HEATMAP_SECTIONS + tuple(map(section_of, relations))
