@@ -16,6 +16,7 @@ from jaxmem.report.captions import caption, captioning, seeds_text
 from jaxmem.report.grid.plot import colour_range, plot_heatmap
 from jaxmem.report.grid.report import profile_laws
 from jaxmem.report.laws import figure_laws
+from jaxmem.report.trajectory.plot import plot_trajectories
 from jaxmem.report.verdicts import Claim, Verdict, inconclusive
 from jaxmem.spec.sweep import stored_report_spec
 
@@ -212,3 +213,40 @@ def test_a_narrow_colour_range_starts_at_zero_says_so_and_shows_the_threshold(tm
         0.2,
         0.9,
     )  # a wide range keeps the data's limits
+
+
+def overlapping(fig) -> list[str]:
+    """Titles, axis labels, legend entries and figure texts (suptitle, caption) that overlap another, and
+    axis labels longer than their axis."""
+    renderer = fig.canvas.get_renderer()
+    texts = [t for t in fig.texts if t.get_text().strip()]
+    problems = []
+    for ax in (a for a in fig.axes if a.get_visible()):
+        labels = [ax.title, ax.xaxis.label, ax.yaxis.label]
+        texts += [t for t in labels if t.get_text().strip()]
+        texts += ax.get_legend().get_texts() if ax.get_legend() else []
+        frame = ax.get_window_extent(renderer)
+        x_label, y_label = (label.get_window_extent(renderer) for label in (ax.xaxis.label, ax.yaxis.label))
+        problems += [f"{ax.xaxis.label.get_text()!r} longer than its axis"] if x_label.width > frame.width else []
+        problems += [f"{ax.yaxis.label.get_text()!r} longer than its axis"] if y_label.height > frame.height else []
+    for legend in fig.legends:
+        texts += legend.get_texts()
+    boxes = [(t.get_text()[:30], t.get_window_extent(renderer)) for t in texts]
+    for i, (a, box_a) in enumerate(boxes):
+        problems += [f"{a!r} over {b!r}" for b, box_b in boxes[i + 1 :] if box_a.overlaps(box_b)]
+    return problems
+
+
+def test_a_long_y_label_is_wrapped_along_its_axis(tmp_path):
+    """thm6_regime: seven metrics' names as one y label ran past the top and shrank the plot."""
+    metrics = ["loss", "relation_loss", "subject_loss", "hallucination", "invariant_drift", "kq_subject_max"]
+    time = np.geomspace(1, 1000, 20)
+    frame = pd.DataFrame({"panel": "all", "series": "all", "run_id": "r0", "time": time})
+    frame = frame.assign(**{m: np.exp(-time / (i + 1) / 100) + 1e-3 for i, m in enumerate(metrics)})
+    spec = stored_report_spec({"report": {"trajectory": {"metrics": metrics, "x": "time", "x_scale": "log"}}})
+    labels = {"title": "Thm 6 regime", "x_label": "time (step × lr)", "y_label": ", ".join(metrics)}
+    with captioning([], "quick", [0]) as pending:
+        plot_trajectories(
+            tmp_path / "trajectory.png", frame, spec.trajectory, metrics, ["all"], {}, pd.DataFrame(), labels
+        )
+    assert overlapping(pending[0].figure) == []

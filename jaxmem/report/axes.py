@@ -4,10 +4,14 @@ and no minor-tick labels crowding each other; a y range set by the data, not by 
 from __future__ import annotations
 
 import contextlib
+import textwrap
 
 from matplotlib import ticker
 
 from jaxmem.report.text import number
+
+LABEL_POINTS = 10  # matplotlib's default label size
+CHARACTER_WIDTH = 0.6  # a character's mean width, in font sizes (generous: a label must not overflow)
 
 
 def readable_log(axis) -> None:
@@ -25,3 +29,9 @@ def data_y_range(ax):
     limits = ax.get_ylim()
     yield
     ax.set_ylim(limits)
+
+
+def along_axis(text: str, inches: float, points: float = LABEL_POINTS) -> str:
+    """An axis label wrapped into lines no longer than the axis (`inches`) at a font of `points`."""
+    characters = max(12, int(inches * 72 / (points * CHARACTER_WIDTH)))
+    return "\n".join(textwrap.wrap(text, characters)) or text

@@ -19,7 +19,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from jaxmem.report.axes import readable_log  # noqa: E402
+from jaxmem.report.axes import along_axis, readable_log  # noqa: E402
 
 from jaxmem.report.captions import save_captioned  # noqa: E402
 from jaxmem.report.text import number  # noqa: E402
@@ -123,8 +123,9 @@ def plot_trajectories(
             readable_log(ax.xaxis)
         if spec.y_scale == "log" or panel in log_y_panels:
             ax.set_yscale("log")
-        ax.set_xlabel(labels["x_label"])
-        ax.set_ylabel(labels.get(panel, labels["y_label"]))
+        width, height = ax.get_position().width * fig.get_figwidth(), ax.get_position().height * fig.get_figheight()
+        ax.set_xlabel(along_axis(labels["x_label"], width))
+        ax.set_ylabel(along_axis(labels.get(panel, labels["y_label"]), height))
         if titles.get(panel):
             ax.set_title(titles[panel], fontsize="medium")
         ax.grid(True, which="both", alpha=0.3)
