@@ -945,8 +945,8 @@ def check(paths: list[Path], blocks: list[Block], headlines: dict, chosen, scrat
     )
     if missing:
         print(
-            f"readme_numbers: {len(missing)} blocks have no shipped data yet (no store in --results, nothing in "
-            f"sweeps/<family>/data/); ship them with: {ship_command(missing, headlines)}"
+            f"readme_numbers: no shipped data yet for {len(missing)} blocks (no store in --results, nothing in "
+            f"sweeps/<family>/data/); ship it with: {ship_command(missing, headlines)}"
         )
     return 1 if diffs or figures else 3 if missing else 0
 

@@ -152,7 +152,7 @@ def test_blocks_without_shipped_data_are_reported_apart_with_exit_3(clone, capsy
     assert numbers.main(check) == 3
     out = capsys.readouterr().out
     assert "4 blocks compared, 0 differ" in out
-    assert "1 blocks have no shipped data yet" in out
+    assert "no shipped data yet for 1 blocks" in out
     assert "python sweeps/readme_numbers.py --run --ship --presets quick --sweeps other" in out
     assert numbers.main(check[1:]) == 0  # written: the block says so, with its command
     assert "*Not run here: the `quick` preset of `other`" in readme.read_text()

@@ -2,11 +2,12 @@
 from it (`jaxmem import FOLDER --out DIR`), which every reader then reads as it reads a store of its own run.
 
 An export is a folder of one Parquet file per table of the store (runs, searches, trajectories, final_eval,
-compiles, meta; zstd-compressed) and manifest.json: the format, the sweep's spec and preset, its run time,
-and per file its table, its row count and its sha256. Every table keeps the store's columns and values, but
-`trajectories`, whose rows dominate a sweep's size, is kept wide: run_id, step and one column per metric, a
-float metric as float32 (where every finite value fits; else float64), read back as the shortest decimal
-of its float32 (7 significant digits: far below any printed number's precision).
+compiles, meta; zstd-compressed, without statistics or pandas metadata: a third of the bytes) and manifest.json:
+the format, the sweep's spec and preset, its run time, and per file its table, its row count and its sha256.
+Every table keeps the store's columns and values, but `trajectories`, whose rows dominate a sweep's size, is
+kept wide: run_id, step and one column per metric, a float metric as float32 (where every finite value fits;
+else float64), read back as the shortest decimal of its float32 (7 significant digits: far below any printed
+number's precision).
 
 Damage is detected, never used, as in the store: an import checks every file's sha256 and row count
 against the manifest first and refuses, naming the file, one that differs or is missing.
@@ -29,6 +30,7 @@ FORMAT = "jaxmem export 1"
 MANIFEST = "manifest.json"
 METRIC_KEYS = ("run_id", "step")  # the trajectories columns that are no metric
 FLOAT32 = np.finfo(np.float32)
+PARQUET = {"compression": "zstd", "compression_level": 19, "write_statistics": False}  # statistics: no use here
 
 
 class ExportError(StoreError):
@@ -53,8 +55,10 @@ def export_results(folder: str | Path, target: str | Path) -> dict:
     files = {}
     for name, frame in frames.items():
         path = target / f"{name}.parquet"
-        table = wide_trajectories(frame) if name == "trajectories" else pa.Table.from_pandas(frame)
-        pq.write_table(table, path, compression="zstd", compression_level=19)
+        table = (
+            wide_trajectories(frame) if name == "trajectories" else pa.Table.from_pandas(frame, preserve_index=False)
+        )
+        pq.write_table(table.replace_schema_metadata(None), path, **PARQUET)
         files[path.name] = {"table": name, "rows": len(frame), "sha256": sha256_of(path)}
     meta = frames["meta"].set_index("key")["value"].to_dict()
     manifest = {
