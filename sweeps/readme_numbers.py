@@ -928,20 +928,15 @@ def check(paths: list[Path], blocks: list[Block], headlines: dict, chosen, scrat
     gallery figure re-rendered and compared; the differences printed; the exit code (see the docstring)."""
     found = [block for block in blocks if has_numbers(block, headlines)]
     missing = [block for block in blocks if not has_numbers(block, headlines)]
-    rendered = [block for block in found if block.kind == "gallery"]
-    diffs = [
-        diff
-        for path in paths
-        for diff in differing_blocks(
-            path, path.read_text(), rewritten(path, headlines, lambda b: chosen(b) and has_numbers(b, headlines))
-        )
-    ]
-    figures = differing_figures(rendered, headlines, scratch)
+    galleries = [block for block in found if block.kind == "gallery"]
+    renders = {path: rewritten(path, headlines, lambda b: chosen(b) and has_numbers(b, headlines)) for path in paths}
+    diffs = [diff for path, text in renders.items() for diff in differing_blocks(path, path.read_text(), text)]
+    figures = differing_figures(galleries, headlines, scratch)
     sys.stdout.writelines(diffs)
-    print(*(f"figure differs: {figure}" for figure in figures), sep="\n", end="\n" if figures else "")
+    sys.stdout.writelines(f"figure differs: {figure}\n" for figure in figures)
     print(
         f"readme_numbers: {len(found)} blocks compared, {len(diffs)} differ beyond the tolerance; "
-        f"{len(rendered)} figures compared, {len(figures)} differ"
+        f"{len(galleries)} figures compared, {len(figures)} differ"
     )
     if missing:
         print(
