@@ -11,7 +11,14 @@ from jaxmem import cpu_runtime  # noqa: E402
 
 cpu_runtime.configure()  # before JAX creates its CPU backend (see jaxmem.cpu_runtime)
 
-from jaxmem.persistence.store import load_results  # noqa: E402
+
+def __getattr__(name: str):
+    """`load_results`, imported on first use (it loads pandas: the command line starts without waiting for it)."""
+    if name == "load_results":
+        from jaxmem.persistence.store import load_results
+
+        return load_results
+    raise AttributeError(f"module 'jaxmem' has no attribute {name!r}")
 
 
 def run(*args, **kwargs):

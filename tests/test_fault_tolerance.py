@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 
 import jaxmem
-from helpers import ROOT
+from helpers import ROOT, jaxmem_cli
 from jaxmem.driver import sweep as driver
 from jaxmem.persistence import lock as locking
 from jaxmem.engine.executor import BucketRunner, compile_program, saved_part
@@ -247,6 +247,22 @@ def test_ctrl_c_twice_at_random_moments_exits_130_briefly(tmp_path, forkserver, 
     assert final.exitcode == 0, (tmp_path / "final.log").read_text()[-3000:]
     assert_identical(out, kill_reference)
     assert main(["compare", str(kill_reference["folder"]), str(out)]) == 0
+
+
+@pytest.mark.slow  # ~15 s: three starts of the real command, a JAX import each
+@pytest.mark.parametrize("delay", [0.8, 1.6, 2.4])
+def test_ctrl_c_twice_as_the_command_starts_exits_130_in_one_line(tmp_path, delay):
+    """Starting (importing JAX, loading the spec) a Ctrl-C raised KeyboardInterrupt: through JAX's native code
+    (an abort, exit 134) or in its gc callback ('Exception ignored', a traceback, the signal lost)."""
+    process = jaxmem_cli("run", KILL_SPEC, "--out", tmp_path / "out", "--quiet")
+    time.sleep(delay)
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=120)
+    after = output[output.find("SIGINT") :].splitlines()
+    assert process.returncode == 130 and "Traceback" not in output and len(after) <= 3, output
 
 
 def test_a_damaged_store_after_a_kill_is_quarantined_and_the_sweep_recomputed(

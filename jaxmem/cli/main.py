@@ -7,7 +7,9 @@ import functools
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 
@@ -20,6 +22,26 @@ LIGHT = ("status", "compare", "schema", "export", "import")
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command's exit code. A Ctrl-C outside a sweep's own handler (starting: imports, the spec, the plan;
+    writing the report) ends it at once with one line and exit 130 (stop_at_once)."""
+    if threading.current_thread() is not threading.main_thread():  # (signal handlers are the main thread's)
+        return command(argv)
+    previous = signal.signal(signal.SIGINT, stop_at_once)
+    try:
+        return command(argv)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def stop_at_once(signum, frame) -> None:
+    """The SIGINT handler outside a sweep: one line, exit 130, at once. As safe as kill -9 (what is stored stays,
+    a lease left behind names a dead process: the next run takes it over); a KeyboardInterrupt instead could
+    be raised inside JAX's import, through native code (an abort) or in a gc callback (a traceback)."""
+    os.write(sys.stderr.fileno(), f"jaxmem: {INTERRUPTED}\n".encode())  # (print could be mid-print: reentrant)
+    os._exit(130)
+
+
+def command(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(run_options=not argv or argv[0] not in LIGHT)
     args = parser.parse_args(argv)
@@ -30,9 +52,6 @@ def main(argv: list[str] | None = None) -> int:
         return COMMANDS[args.command](args)
     except BrokenPipeError:  # output piped into `head` and the like
         return 0
-    except KeyboardInterrupt:  # Ctrl-C outside a sweep's own handler (starting, writing the report)
-        print(f"jaxmem: {INTERRUPTED}", file=sys.stderr)
-        return 130
     except Exception as err:
         code = exit_code(err)
         if code is None:
