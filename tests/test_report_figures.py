@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import math
 
+import matplotlib.image as mpimg
 import numpy as np
 import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PathCollection
 
 from jaxmem.report.capacity.fit import summarise
 from jaxmem.report.capacity.plot import plot_capacity
-from jaxmem.report.captions import caption, captioning, seeds_text
+from jaxmem.report.captions import caption, captioned, captioning, seeds_text
 from jaxmem.report.grid.plot import colour_range, plot_heatmap
 from jaxmem.report.grid.report import profile_laws
+from jaxmem.report.final_eval_plot import plot_final_eval
 from jaxmem.report.laws import figure_laws
 from jaxmem.report.trajectory.plot import plot_trajectories
 from jaxmem.report.verdicts import Claim, Verdict, inconclusive
@@ -101,13 +104,14 @@ def test_a_caption_holds_the_claim_its_value_and_interval_the_verdict_the_preset
 def test_a_saved_figure_carries_its_caption_below_everything_it_draws(tmp_path):
     claim = Claim("Fitted slope", "Expected slope in [0.8, 1.2]", Verdict("PASS"), 1.01, (0.9, 1.1), (0.8, 1.2))
     fig = capacity_figure(tmp_path, {"x": "sigma1", "expect_slope": [0.8, 1.2]}, u_shaped(), [claim], "testable")
-    captions = [t for t in fig.texts if "preset" in t.get_text()]
-    assert len(captions) == 1
-    assert "Expected slope in [0.8, 1.2]: 1.01 (95 % CI [0.90, 1.10]) → PASS" in captions[0].get_text()
-    assert "testable preset, seeds 0–3" in captions[0].get_text()
-    renderer = fig.canvas.get_renderer()
-    axes_bottom = min(ax.get_tightbbox(renderer).y0 for ax in fig.axes)
-    assert captions[0].get_window_extent(renderer).y1 <= axes_bottom
+    text = caption([claim], ("Fitted slope",), "testable", [0, 1, 2, 3])
+    assert "Expected slope in [0.8, 1.2]: 1.01 (95 % CI [0.90, 1.10]) → PASS" in text
+    assert text.endswith("testable preset, seeds 0–3.")
+    out = captioned(fig, text, {"dpi": 100})
+    assert [t.get_text().replace("\n", " ") for t in out.texts] == [text]
+    saved = mpimg.imread(tmp_path / "capacity.png")
+    width, height = fig.get_size_inches() * 100
+    assert saved.shape[1] == round(width * 1.2) and saved.shape[0] > round(height * 1.2)  # dpi 120, a caption below
 
 
 def test_censored_searches_are_drawn_as_triangles_at_their_last_probe(tmp_path):
@@ -218,7 +222,8 @@ def test_a_narrow_colour_range_starts_at_zero_says_so_and_shows_the_threshold(tm
 def overlapping(fig) -> list[str]:
     """Titles, axis labels, legend entries and figure texts (suptitle, caption) that overlap another, and
     axis labels longer than their axis."""
-    renderer = fig.canvas.get_renderer()
+    renderer = FigureCanvasAgg(fig).get_renderer()  # a closed figure has no canvas of its own
+    fig.draw_without_rendering()  # its layout engine places the texts
     texts = [t for t in fig.texts if t.get_text().strip()]
     problems = []
     for ax in (a for a in fig.axes if a.get_visible()):
@@ -250,3 +255,22 @@ def test_a_long_y_label_is_wrapped_along_its_axis(tmp_path):
             tmp_path / "trajectory.png", frame, spec.trajectory, metrics, ["all"], {}, pd.DataFrame(), labels
         )
     assert overlapping(pending[0].figure) == []
+
+
+def test_a_final_eval_figure_draws_only_the_metrics_that_change_along_x(tmp_path):
+    """ch7_lts: 16 panels, 7 of them flat lines (the training loss, parameter norms), titles over labels."""
+    rows = []
+    for run, alpha in enumerate((0.4, 0.6, 1.0)):
+        for l_ts in (1, 2, 4, 8, 16, 32):
+            changing = {f"error_{i}": alpha / (l_ts + i) for i in range(6)}
+            flat = {f"norm_{i}": alpha + i for i in range(9)}
+            rows.append({"run_id": f"r{run}", "alpha_test": alpha, "l_ts": l_ts, **changing, **flat})
+    frame = pd.DataFrame(rows).assign(error_copy=lambda f: f["error_0"])
+    metrics = [c for c in frame.columns if c.startswith(("error", "norm"))]
+    with captioning([], "quick", [0]) as pending:
+        plot_final_eval(tmp_path / "final_eval.png", frame, "l_ts", metrics, ["alpha_test"])
+    fig = pending[0].figure
+    titles = [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.axison]
+    assert titles == ["error_0 = error_copy", "error_1", "error_2", "error_3", "error_4", "error_5"]
+    assert "not drawn: norm_0, norm_1" in fig._suptitle.get_text().replace("\n", " ")
+    assert overlapping(fig) == []

@@ -17,11 +17,13 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import io
 import math
 import textwrap
 from pathlib import Path
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
+import matplotlib.image as mpimg
+from matplotlib.figure import Figure
 
 from jaxmem.report.files import save_figure
 from jaxmem.report.text import DASH, rounded
@@ -29,7 +31,8 @@ from jaxmem.report.verdicts import Claim
 
 CAPTION_POINTS = 7.5  # the caption's font size
 CHARACTER_WIDTH = 0.55  # a character's mean width, in font sizes
-GAP_INCHES = 0.08  # between the figure's drawing and its caption
+LINE_SPACING = 1.45  # a caption line's height, in font sizes
+MARGIN_INCHES = 0.08  # around the caption
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,8 +70,8 @@ def captioning(claims: list[Claim], preset: str, seeds):
     finally:
         PENDING.reset(token)
     for figure in pending:
-        add_caption(figure.figure, caption(claims, figure.about, preset, seeds))
-        save_figure(figure.figure, figure.path, **{**figure.options, "bbox_inches": "tight"})
+        text = caption(claims, figure.about, preset, seeds)
+        save_figure(captioned(figure.figure, text, figure.options), figure.path)
 
 
 def caption(claims: list[Claim], about: tuple[str, ...], preset: str, seeds) -> str:
@@ -104,11 +107,22 @@ def seeds_text(seeds) -> str:
     return "seeds " + ", ".join(map(str, seeds))
 
 
-def add_caption(fig, text: str) -> None:
-    """`text` below everything `fig` draws, left-aligned with it and wrapped to its width."""
-    renderer = FigureCanvasAgg(fig).get_renderer()  # a closed figure keeps no canvas of its own
-    box = fig.get_tightbbox(renderer)  # inches
-    width, height = fig.get_size_inches()
-    characters = max(40, int(box.width * 72 / (CAPTION_POINTS * CHARACTER_WIDTH)))
-    wrapped = "\n".join(textwrap.wrap(text, characters))
-    fig.text(box.x0 / width, (box.y0 - GAP_INCHES) / height, wrapped, ha="left", va="top", fontsize=CAPTION_POINTS)
+def captioned(fig, text: str, options: dict) -> Figure:
+    """A new figure: `fig` as savefig's `options` render it, pixel for pixel, with `text` below it, left-aligned
+    and wrapped to its width. (Drawn into `fig` itself, a caption would move whatever a layout engine or a
+    tight bounding box places at the bottom of the figure, such as a legend below the panels.)"""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", **options)
+    buffer.seek(0)
+    image = mpimg.imread(buffer)
+    dpi = options.get("dpi", fig.dpi)
+    height, width = image.shape[:2]
+    margin = MARGIN_INCHES * dpi
+    characters = max(40, int((width - 2 * margin) / dpi * 72 / (CAPTION_POINTS * CHARACTER_WIDTH)))
+    lines = textwrap.wrap(text, characters)
+    below = round((len(lines) * CAPTION_POINTS * LINE_SPACING / 72 + 2 * MARGIN_INCHES) * dpi)
+    out = Figure(figsize=(width / dpi, (height + below) / dpi), dpi=dpi, facecolor="white")
+    out.figimage(image, xo=0, yo=below, origin="upper")
+    top = (below - margin) / (height + below)
+    out.text(margin / width, top, "\n".join(lines), ha="left", va="top", fontsize=CAPTION_POINTS, linespacing=1.2)
+    return out

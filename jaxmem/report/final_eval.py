@@ -17,22 +17,16 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
-import matplotlib
+from jaxmem.persistence.untrained import UNTRAINED
+from jaxmem.report.capacity.fit import fit_line
+from jaxmem.report.files import write_csv, write_table
+from jaxmem.report.final_eval_plot import equal_columns, plot_final_eval, setting_groups, setting_label
+from jaxmem.report.text import markdown_table, number
+from jaxmem.report.verdicts import Claim, slope_text, slope_verdict, stated
+from jaxmem.spec.report_tables import FinalEvalSpec, Readoff
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from jaxmem.persistence.untrained import UNTRAINED  # noqa: E402
-from jaxmem.report.capacity.fit import fit_line  # noqa: E402
-from jaxmem.report.captions import save_captioned  # noqa: E402
-from jaxmem.report.files import write_csv, write_table  # noqa: E402
-from jaxmem.report.text import markdown_table, number  # noqa: E402
-from jaxmem.report.verdicts import Claim, slope_text, slope_verdict, stated  # noqa: E402
-from jaxmem.spec.report_tables import FinalEvalSpec, Readoff  # noqa: E402
-
-COLUMNS = 3
 UNTRAINED_X_STAR = UNTRAINED + "x_star"  # a read-off's x* of the untrained model
 
 
@@ -43,20 +37,6 @@ def settings_of(frame: pd.DataFrame, x: str, metrics: list[str]) -> list[str]:
     return [c for c in frame.columns if c not in fixed and frame[c].astype(str).nunique() > 1]
 
 
-def curves(frame: pd.DataFrame, x: str, metric: str, by: list[str]) -> pd.DataFrame:
-    """Per setting and x: the median, min and max of `metric` over seeds (and learning rates)."""
-    keys = by + [x]
-    grouped = frame.groupby(keys, sort=True, dropna=False)[metric]
-    return grouped.agg(["median", "min", "max", "count"]).reset_index()
-
-
-def setting_groups(table: pd.DataFrame, by: list[str]) -> list[tuple[tuple, pd.DataFrame]]:
-    """The rows of each setting (values of `by`, as a tuple), in sorted order."""
-    if not by:
-        return [((), table)]
-    return [(k if isinstance(k, tuple) else (k,), g) for k, g in table.groupby(by, sort=True, dropna=False)]
-
-
 def split_untrained(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """The test-time table as two tables of the same form: the trained runs' metrics, and the untrained
     model's (its `untrained_<metric>` columns under the metrics' names; None when it has none)."""
@@ -65,44 +45,6 @@ def split_untrained(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | N
     if not baseline:
         return trained, None
     return trained, frame.drop(columns=[m for m in baseline.values() if m in frame]).rename(columns=baseline)
-
-
-def plot_final_eval(
-    path: Path, frame: pd.DataFrame, x: str, metrics: list[str], by: list[str], untrained: pd.DataFrame | None = None
-) -> Path:
-    """final_eval.png: one panel per metric against the test-time axis `x` (log-scaled when it spans
-    more than a decade of positive values), one line per setting (`by`: settings_of over every metric,
-    drawn or not); with `untrained` (split_untrained), its medians dashed."""
-    columns = min(COLUMNS, len(metrics))
-    rows = math.ceil(len(metrics) / columns)
-    fig, panels = plt.subplots(rows, columns, figsize=(5 * columns, 3.6 * rows), squeeze=False)
-    for ax, metric in zip(panels.flat, metrics):
-        table = curves(frame, x, metric, by)
-        baseline = setting_groups(curves(untrained, x, metric, by), by) if untrained is not None else []
-        for i, (key, curve) in enumerate(setting_groups(table, by)):
-            line = ax.plot(curve[x], curve["median"], "o-", ms=3, lw=1.2, label=setting_label(by, key))[0]
-            ax.fill_between(curve[x], curve["min"], curve["max"], color=line.get_color(), alpha=0.18, lw=0)
-            if baseline:  # the same settings in the same order: the same rows, other metric values
-                start = baseline[i][1]
-                ax.plot(start[x], start["median"], "--", lw=0.9, color=line.get_color(), alpha=0.8)
-        values = pd.to_numeric(frame[x], errors="coerce")
-        if (values > 0).all() and values.max() / values.min() > 10:
-            ax.set_xscale("log")
-        ax.set_xlabel(f"{x} (test time)")
-        ax.set_ylabel(metric)
-        ax.set_title(f"{metric} of the trained runs against {x}", fontsize="small")
-        ax.grid(True, which="both", alpha=0.3)
-    for ax in list(panels.flat)[len(metrics) :]:
-        ax.axis("off")
-    handles, labels = panels.flat[0].get_legend_handles_labels()
-    if len(labels) > 1:
-        fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize="x-small", frameon=False)
-        fig.subplots_adjust(bottom=0.12 + 0.04 * math.ceil(len(labels) / 4))
-    dashed = "; dashed: the same runs untrained" if untrained is not None else ""
-    fig.suptitle(f"Test-time axes: median over seeds, band = min–max{dashed}", fontsize="small")
-    save_captioned(fig, path, ("Test-time axes",), dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return path
 
 
 def stays_from(xs: np.ndarray, ys: np.ndarray, level: float, at_most: bool) -> float:
@@ -205,11 +147,6 @@ def x_star_cells(row: dict, prefix: str = "") -> list[str]:
     return [f"{row[prefix + 'median']:g}", f"{row[prefix + 'min']:g}–{row[prefix + 'max']:g}"]
 
 
-def setting_label(by: list[str], key: tuple) -> str:
-    """e.g. "alpha_test=0.4, l_ts=8"; "all runs" without settings."""
-    return ", ".join(f"{name}={value}" for name, value in zip(by, key)) or "all runs"
-
-
 def final_eval_sections(
     out_dir: Path, spec: FinalEvalSpec, frame: pd.DataFrame, axes: list[str], metrics: list[str], written: list[Path]
 ) -> list[str]:
@@ -279,8 +216,3 @@ def untrained_section(trained: pd.DataFrame, untrained: pd.DataFrame, x: str, me
 def medians(trained: pd.DataFrame, untrained: pd.DataFrame, metric: str) -> str:
     """ "trained / untrained": the metric's median over the rows of each."""
     return f"{number(trained[metric].median(), 3)} / {number(untrained[metric].median(), 3)}"
-
-
-def equal_columns(a: pd.Series, b: pd.Series) -> bool:
-    """Whether two metric columns hold the same values (NaN equal to NaN)."""
-    return bool(np.array_equal(a.to_numpy(float), b.to_numpy(float), equal_nan=True))
