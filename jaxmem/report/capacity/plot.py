@@ -87,8 +87,11 @@ def y_label(fit: str | None, variable: str) -> str:
     return f"{fit.replace('**', '^').replace('*', '·')} ({variable} at the success threshold)"
 
 
-def censored_marks(ax, searches: pd.DataFrame, x: str, fit: str | None, variable: str, colors: dict) -> None:
-    """A search censored outside its range: a triangle (▲ above, ▼ below) at its last probed value."""
+def censored_marks(
+    ax, searches: pd.DataFrame, labels: pd.Series, x: str, fit: str | None, variable: str, colors: dict
+) -> None:
+    """A search censored outside its range: a triangle (▲ above, ▼ below) at its last probed value, in the
+    colour of its group (`labels`: each search's group label)."""
     side = censored_side(searches)
     values = ordered(searches)["value"].reindex(searches.index)
     for name, marker in CENSORED_MARKERS.items():
@@ -96,7 +99,7 @@ def censored_marks(ax, searches: pd.DataFrame, x: str, fit: str | None, variable
         if part.empty:
             continue
         y = apply_fit(fit, variable, values[part.index])
-        color = [colors.get(label, "0.3") for label in part["_group"]]
+        color = [colors.get(label, "0.3") for label in labels[part.index]]
         ax.scatter(part[x], y, marker=marker, s=36, facecolors="none", edgecolors=color, lw=1.2, zorder=4)
 
 
@@ -114,7 +117,7 @@ def plot_capacity(
     x = x_column(report_spec, searches)
     group_by = group_columns(report_spec, searches)
     variable, fit = summary["variable"], report_spec.fit
-    searches = searches.assign(_group=group_labels(searches, group_by))
+    labels = group_labels(searches, group_by)
     rows = searches[usable_mask(searches, x) & (pd.to_numeric(searches[x], errors="coerce") > 0)]  # log axes
     table = point_table(searches, x)
     table = table[(table["n_seeds"] > 0) & (pd.to_numeric(table[x], errors="coerce") > 0)]
@@ -128,13 +131,13 @@ def plot_capacity(
     colors = {label: f"C{i % 10}" for i, label in enumerate(dict.fromkeys(table_labels))}
     for label, color in colors.items():
         group = table[table_labels == label]
-        seeds = rows[rows["_group"] == label]
+        seeds = rows[labels[rows.index] == label]
         name = label if group_by else "mean over answered searches"
         low, high = (apply_fit(fit, variable, group[c]) for c in ("capacity_min", "capacity_max"))
         ax.fill_between(group[x], low, high, color=color, alpha=0.2, lw=0)
         ax.plot(group[x], apply_fit(fit, variable, group["capacity_mean"]), "-", color=color, label=name)
         ax.scatter(seeds[x], apply_fit(fit, variable, seeds["capacity"]), s=14, color=color, alpha=0.7, lw=0)
-    censored_marks(ax, searches, x, fit, variable, colors)
+    censored_marks(ax, searches, labels, x, fit, variable, colors)
 
     lo, hi = rows["capacity"].min(), rows["capacity"].max()
     x_lo, x_hi = rows[x].min(), rows[x].max()
