@@ -19,8 +19,11 @@ from jaxmem.report.grid.plot import colour_range, plot_heatmap
 from jaxmem.report.grid.report import profile_laws
 from jaxmem.report.final_eval_plot import plot_final_eval
 from jaxmem.report.laws import figure_laws
+from jaxmem.report.relations import summarise as summarise_relation
+from jaxmem.report.relations_plot import plot_relations
 from jaxmem.report.trajectory.plot import plot_trajectories
 from jaxmem.report.verdicts import Claim, Verdict, inconclusive
+from jaxmem.spec.report_relations import Relation
 from jaxmem.spec.sweep import stored_report_spec
 
 INF = float("inf")
@@ -274,3 +277,16 @@ def test_a_final_eval_figure_draws_only_the_metrics_that_change_along_x(tmp_path
     assert titles == ["error_0 = error_copy", "error_1", "error_2", "error_3", "error_4", "error_5"]
     assert "not drawn: norm_0, norm_1" in fig._suptitle.get_text().replace("\n", " ")
     assert overlapping(fig) == []
+
+
+def test_relations_draw_a_fitted_line_only_where_the_relation_claims_a_law(tmp_path):
+    """ch2_alpha's 'N* non-increasing in α*' is a claim about order: no line fitted to it is drawn."""
+    rows = pd.DataFrame({"group": "all", "x": [0.42, 0.46, 0.5] * 3, "y": [150, 80, 45, 140, 90, 50, 160, 70, 40]})
+    rows = rows.assign(side="")
+    monotone = Relation(x="alpha", y="capacity", label="non-increasing", monotone="non-increasing")
+    law = Relation(x="alpha", y="capacity", label="a line", expect_slope=(-INF, 0.0))
+    results = [(r, *summarise_relation(r, rows)) for r in (monotone, law)]
+    with captioning([], "quick", [0]) as pending:
+        plot_relations(tmp_path / "relations.png", results)
+    dashed = [[line for line in ax.get_lines() if line.get_linestyle() == "--"] for ax in pending[0].figure.axes[:2]]
+    assert [len(lines) for lines in dashed] == [0, 1]

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from jaxmem.report.relations import relation_rows, section_of, summarise
-from jaxmem.report.relations_plot import fitted_curve
+from jaxmem.report.relations_plot import claims_law, fitted_curve
 from jaxmem.report.text import rounded
 from jaxmem.spec.expr import evaluate
 from jaxmem.spec.report_relations import Relation
@@ -67,8 +67,7 @@ def figure_laws(
     and no `where`, fitted to the runs (searches)."""
     laws = []
     for relation in figure_relations(relations, x, ys):
-        claimed = relation.fit != "none" and (relation.expect_slope is not None or relation.min_r2 is not None)
-        if not claimed or relation.group_by or relation.where:
+        if not claims_law(relation) or relation.group_by or relation.where:
             continue
         rows = relation_rows(relation, runs, searches)
         fits = summarise(relation, rows)[1] if not rows.empty else []

@@ -1,5 +1,6 @@
 """relations.png: one panel per `[[report.relation]]`, per group the finite medians against x with
-their 25–75 % bars and the fitted line (dashed); log-log axes for a power fit."""
+their 25–75 % bars and, where the relation claims a law (an expected slope or R²), its fitted line (dashed);
+log-log axes for a power fit."""
 
 from __future__ import annotations
 
@@ -24,6 +25,11 @@ COLUMNS = 3
 TITLE_WIDTH = 60  # characters per line of a panel's title
 
 
+def claims_law(relation: Relation) -> bool:
+    """Whether the relation's fit is a claim (an expected slope or R²), not only a description."""
+    return relation.fit != "none" and (relation.expect_slope is not None or relation.min_r2 is not None)
+
+
 def fitted_curve(relation: Relation, fit: dict, x: np.ndarray) -> np.ndarray:
     """The fitted law at x (NaN without a fit)."""
     a, b = fit.get("a", math.nan), fit.get("b", math.nan)
@@ -43,7 +49,7 @@ def draw_relation(ax, relation: Relation, table: pd.DataFrame, fits: list[dict])
             low = np.where(np.isfinite(part["q25"]), median - part["q25"], 0)
             high = np.where(np.isfinite(part["q75"]), part["q75"] - median, 0)
             color = ax.errorbar(x, median, yerr=[low, high], fmt="o", ms=4, capsize=2, label=label)[0].get_color()
-            if math.isfinite(fit.get("b", math.nan)):
+            if claims_law(relation) and math.isfinite(fit.get("b", math.nan)):
                 grid = np.linspace(x.min(), x.max(), 50)
                 ax.plot(grid, fitted_curve(relation, fit, grid), "--", lw=1, color=color)
         if infinite.any():  # a median that is a missing value ranked high (low): a marker at the top (bottom)
@@ -83,7 +89,7 @@ def plot_relations(path: Path, results: list[tuple[Relation, pd.DataFrame, list[
         draw_relation(ax, relation, table, fits)
     for ax in list(panels.flat)[len(results) :]:
         ax.axis("off")
-    fig.suptitle("Relations: median over runs per x, bars = 25–75 %, dashed = fit", fontsize="small")
+    fig.suptitle("Relations: median over runs per x, bars = 25–75 %, dashed = the claimed law's fit", fontsize="small")
     save_captioned(fig, path, ("Relations",), dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path
