@@ -31,6 +31,7 @@ MANIFEST = "manifest.json"
 METRIC_KEYS = ("run_id", "step")  # the trajectories columns that are no metric
 FLOAT32 = np.finfo(np.float32)
 PARQUET = {"compression": "zstd", "compression_level": 19, "write_statistics": False}  # statistics: no use here
+WIDE = {"use_dictionary": ["run_id"], "use_byte_stream_split": True}  # trajectories' floats: a quarter fewer bytes
 
 
 class ExportError(StoreError):
@@ -55,10 +56,11 @@ def export_results(folder: str | Path, target: str | Path) -> dict:
     files = {}
     for name, frame in frames.items():
         path = target / f"{name}.parquet"
-        table = (
-            wide_trajectories(frame) if name == "trajectories" else pa.Table.from_pandas(frame, preserve_index=False)
-        )
-        pq.write_table(table.replace_schema_metadata(None), path, **PARQUET)
+        if name == "trajectories":
+            pq.write_table(wide_trajectories(frame), path, **PARQUET, **WIDE)
+        else:
+            table = pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(None)
+            pq.write_table(table, path, **PARQUET)
         files[path.name] = {"table": name, "rows": len(frame), "sha256": sha256_of(path)}
     meta = frames["meta"].set_index("key")["value"].to_dict()
     manifest = {
