@@ -15,6 +15,7 @@ import jaxmem
 from helpers import RESULT_COLUMNS, TINY_SPEC, jaxmem_cli
 from jaxmem.cli.main import main
 from jaxmem.cli.status import status
+from jaxmem.cli.supervise import forwarded, multi_process, outcome
 from jaxmem.driver.distributed import (
     LEFT,
     PEER_TIMEOUT_S,
@@ -133,6 +134,52 @@ def test_a_peer_whose_beat_stops_is_lost_after_the_timeout_and_one_that_left_nev
     assert silent(seen, now=PEER_TIMEOUT_S - 0.5) == [] and silent(seen, now=PEER_TIMEOUT_S) == [3]
     assert silent(seen_at(seen, {1: "8", 2: LEFT}, now=2.0 + PEER_TIMEOUT_S), now=2.0 + PEER_TIMEOUT_S) == [1, 3]
     assert lost_text([1], 2).startswith("process 1 of 2 stopped answering")
+
+
+# -- the supervisor of a multi-process run -------------------------------------------------------------
+RUNTIME_ABORT = [  # process 1's native stderr when process 0 died (jaxlib 0.10.2), shortened
+    "W1129 04:32:52.176354   13285 preemption_sync_manager.cc:147] Failed to retrieve preemption notice from "
+    "coordination service: UNAVAILABLE: recvmsg:Connection reset by peer\n",
+    "Additional GRPC error information from remote target coordination_service while calling GetKeyValue:\n",
+    ':UNKNOWN:Error received from peer  {grpc_status:14, grpc_message:"recvmsg:Connection reset by peer"}\n',
+    "E1129 04:32:52.176392   13285 preemption_sync_manager.cc:159] Failed to cancel preemption barrier\n",
+    "E1129 04:26:59.355806   10308 coordination_service_agent.cc:289] Polled an error from coordination service\n",
+    "F1129 04:26:59.355844   10308 client.h:80] Terminating process because the JAX distributed service detected "
+    "fatal errors. absl::Status: UNAVAILABLE: Failed to send RPC to coordination service.\n",
+    ':UNKNOWN:Error received from peer  {grpc_status:14, grpc_message:"Socket closed"}\n',
+    "*** Check failure stack trace: ***\n",
+    "    @     0x7f33a8040634  absl::lts_20260107::log_internal::LogMessage::SendToLog()\n",
+]
+
+
+def test_the_supervisor_drops_the_runtimes_abort_and_forwards_the_rest():
+    """Was: the runtime's fatal log, a C++ stack trace and its log lines of the lost connection."""
+    other = "W1129 04:20:00.000001   10300 cpu_client.cc:12] some other warning\n"
+    shown = []
+    abort = forwarded(["plain line\n", other, *RUNTIME_ABORT], shown.append)
+    assert abort == RUNTIME_ABORT[5] and "".join(shown) == f"plain line\n{other}"
+    shown = []  # the runtime's log lines without an abort: held back until another log line, or the end
+    assert forwarded([RUNTIME_ABORT[0], RUNTIME_ABORT[1], other, RUNTIME_ABORT[4]], shown.append) is None
+    assert "".join(shown) == "".join([RUNTIME_ABORT[0], RUNTIME_ABORT[1], other, RUNTIME_ABORT[4]])
+
+
+def test_the_supervisor_says_the_runtimes_abort_in_one_line_and_passes_other_endings_on():
+    will = "jaxmem: error: process 0 of 2 (the coordinator) stopped answering (...); resume with `...`"
+    assert outcome(-signal.SIGABRT, RUNTIME_ABORT[5], will) == (EXIT_DISTRIBUTED, will)
+    code, line = outcome(-signal.SIGABRT, RUNTIME_ABORT[5], "")  # it aborted before its last words
+    assert code == EXIT_DISTRIBUTED and line.startswith("jaxmem: error: JAX's runtime ended this process: Terminat")
+    assert line.endswith("Failed to send RPC to coordination service.")
+    for code in (0, 2, 3, 4, 5, 6, 130, 143):
+        assert outcome(code, None, will) == (code, "")
+    assert outcome(-signal.SIGKILL, None, will) == (137, "") and outcome(-signal.SIGABRT, None, will) == (134, "")
+
+
+def test_only_a_multi_process_run_is_supervised():
+    run = ["run", "spec.toml", "--out", "o"]
+    assert multi_process([*run, "--coordinator", "h:1"], {}) and multi_process([*run, "--coordinator=auto"], {})
+    assert multi_process(run, {"JAXMEM_COORDINATOR": "h:1"}) and not multi_process(run, {})
+    assert not multi_process([*run, "--coordinator-timeout", "5"], {})
+    assert not multi_process(["status", "--coordinator", "h:1"], {}) and not multi_process([], {})
 
 
 # -- the store shards ---------------------------------------------------------------------------------
@@ -289,5 +336,31 @@ def test_a_killed_process_stops_the_other_with_one_line_and_the_job_resumes(tmp_
     assert "process 1 of 2 stopped answering" in line and f"resume with `jaxmem run {TINY_SPEC} --out {out}`" in line
     stored = int(status(out).splitlines()[1].split()[0])
     assert stored > 0, "status counts the runs in the shards"
+    assert finish([jaxmem_cli("run", TINY_SPEC, "--out", out, "--quiet")])[0][0] == 0  # one process resumes
+    assert_same_results(out, single)
+
+
+@pytest.mark.slow  # 25-50 s: the job until process 1 holds a checkpoint, then a one-process resume
+def test_a_killed_process_0_stops_the_other_with_one_line_and_the_job_resumes(tmp_path, single):
+    """kill -9 of process 0 (the runtime's coordination service) mid-sweep: process 1 exits 5 at once with
+    one line naming it, where process 1 keeps its runs and the resume command (was: exit 134 with the
+    runtime's fatal log and a C++ stack trace); status counts the shards' runs; the resume equals an
+    undisturbed run."""
+    out = tmp_path / "killed0"
+    first, second = start_job(out)
+    deadline = time.time() + 120
+    while time.time() < deadline and not any((out / "shards" / "p1").glob("checkpoints/*/*")):
+        time.sleep(0.1)
+    first.kill()
+    killed = time.time()
+    [(code, output)] = finish([second], timeout=90)
+    first.wait()
+    assert code == EXIT_DISTRIBUTED and time.time() - killed < 60, output
+    assert "Check failure" not in output and "coordination service" not in output
+    [line] = [line for line in output.splitlines() if line.startswith("jaxmem: ")]
+    assert line.startswith("jaxmem: error: process 0 of 2 (the coordinator) stopped answering")
+    assert f"keeping its finished runs in {shard_dir(out, 1)}" in line
+    assert f"resume with `jaxmem run {TINY_SPEC} --out {out}`" in line
+    assert int(status(out).splitlines()[1].split()[0]) > 0, "status counts the runs in the shards"
     assert finish([jaxmem_cli("run", TINY_SPEC, "--out", out, "--quiet")])[0][0] == 0  # one process resumes
     assert_same_results(out, single)

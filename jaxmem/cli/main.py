@@ -14,6 +14,7 @@ import traceback
 from pathlib import Path
 
 from jaxmem.version import __version__
+from jaxmem.cli import supervise
 from jaxmem.cli.errors import UsageError, exit_code, message
 
 INTERRUPTED = "stopped by SIGINT; stored results are kept, rerun the same command to finish"
@@ -23,12 +24,13 @@ LIGHT = ("status", "compare", "schema", "export", "import")
 
 def main(argv: list[str] | None = None) -> int:
     """The command's exit code. A Ctrl-C outside a sweep's own handler (starting: imports, the spec, the plan;
-    writing the report) ends it at once with one line and exit 130 (stop_at_once)."""
+    writing the report) ends it at once with one line and exit 130 (stop_at_once). As the command (no `argv`),
+    a multi-process run works in a supervised child (jaxmem.cli.supervise)."""
     if threading.current_thread() is not threading.main_thread():  # (signal handlers are the main thread's)
         return command(argv)
     previous = signal.signal(signal.SIGINT, stop_at_once)
     try:
-        return command(argv)
+        return command(argv) if argv is not None else supervise.as_command(sys.argv[1:], command)
     finally:
         signal.signal(signal.SIGINT, previous)
 
@@ -229,9 +231,12 @@ def _run(args) -> int:
         compile_cache.enable(cache)
     try:
         if count > 1:
-            from jaxmem.driver.multihost import run_process
+            from jaxmem.driver.multihost import peers_lost, run_process
 
             resume = resume_command({ORIGIN: json.dumps(noted[ORIGIN]), "preset": spec.preset or ""}, out)
+            if process_id:  # should process 0, the runtime's service, die, the runtime aborts this process
+                coordinator = peers_lost(out, process_id, count, [0], distributed.DISCONNECTED)
+                supervise.bequeath(lost_message(resume, coordinator))
             lost = functools.partial(peer_lost, resume)
             report = run_process(
                 spec, out, process_id, count, lost, quiet=args.quiet, memory_cap=args.memory_cap, noted=noted
@@ -268,10 +273,15 @@ def peer_lost(resume: str, what: str) -> None:
     saw it: one line, DistributedError's exit code, at once (the runtime would abort it, with a C++ trace)."""
     from jaxmem.driver.distributed import DistributedError
 
-    print(f"jaxmem: error: {what}; resume with `{resume}` (one process, or the whole job again)", file=sys.stderr)
+    print(lost_message(resume, what), file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(exit_code(DistributedError()))
+
+
+def lost_message(resume: str, what: str) -> str:
+    """The line of a process of a multi-process job that stops because it lost a peer (`what` happened)."""
+    return f"jaxmem: error: {what}; resume with `{resume}` (one process, or the whole job again)"
 
 
 def planned_target(name: str):

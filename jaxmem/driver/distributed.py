@@ -8,7 +8,8 @@ other as a clear message instead of a hang. A process that dies (killed, crashed
 by jaxmem's own beat through that store (`peers_watched`), which ends the others with a message
 within PEER_TIMEOUT_S, before the runtime's health check would abort them with a C++ stack trace
 (their stored results stay; rerunning the job resumes). The death of process 0, which hosts the
-runtime's service, still aborts the others at once: the runtime does that before any beat is missed.
+runtime's service, still aborts the others at once: the runtime does that before any beat is missed, and
+the `jaxmem` command's supervisor (jaxmem.cli.supervise) turns that abort into the same one line.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from typing import Callable
 
 import jax
 
-COORDINATOR_ENV, COUNT_ENV, INDEX_ENV = "JAXMEM_COORDINATOR", "JAXMEM_NUM_PROCESSES", "JAXMEM_PROCESS_ID"
+from jaxmem.driver import COORDINATOR_ENV, COUNT_ENV, INDEX_ENV
+
 AUTO = "auto"  # let jax.distributed detect the cluster (Slurm, Open MPI, Cloud TPU pods, Kubernetes)
 OK = "ok"
 FOREVER_MS = 2**31 - 1  # the longest wait the runtime accepts (24.8 days): peers may work for hours
@@ -34,6 +36,8 @@ BEAT_S = 1.0
 PEER_TIMEOUT_S = 20.0  # a peer whose beat has not changed for this long is lost
 RUNTIME_HEARTBEAT_S = 100  # the runtime's own check, which aborts the process: well after PEER_TIMEOUT_S
 SURVIVORS_S = 5.0  # how long process 0 (the runtime's service) waits for the other survivors to exit first
+NO_BEAT = f"no beat for {PEER_TIMEOUT_S:g} s: killed, crashed or hung"  # how `peers_watched` finds a peer lost
+DISCONNECTED = "JAX's runtime lost its connection: killed, crashed or unreachable"  # how the others find process 0 lost
 
 
 class DistributedError(RuntimeError):
@@ -171,10 +175,10 @@ def silent(seen: dict[int, tuple[str | None, float]], now: float, timeout_s: flo
     return sorted(k for k, (beat, since) in seen.items() if beat != LEFT and now - since >= timeout_s)
 
 
-def lost_text(lost: list[int], count: int) -> str:
-    """'process 1 of 2 stopped answering (...)' for the processes `silent` found."""
+def lost_text(lost: list[int], count: int, how: str = NO_BEAT) -> str:
+    """'process 1 of 2 stopped answering (how)' for the lost processes (those `silent` found, by default)."""
     who = f"process {lost[0]}" if len(lost) == 1 else f"processes {', '.join(map(str, lost))}"
-    return f"{who} of {count} stopped answering (no beat for {PEER_TIMEOUT_S:g} s: killed, crashed or hung)"
+    return f"{who} of {count}{' (the coordinator)' if lost == [0] else ''} stopped answering ({how})"
 
 
 @contextlib.contextmanager

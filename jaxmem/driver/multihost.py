@@ -48,8 +48,7 @@ def run_process(
     process 0 keeps with the sweep (see jaxmem.driver.sweep.claim)."""
     out_dir = Path(out_dir)
     started = time.time()
-    kept = f"process {process_id} stops too, keeping its finished runs in {shard_dir(out_dir, process_id)}"
-    with distributed.peers_watched(lambda lost: on_peer_lost(f"{distributed.lost_text(lost, count)}; {kept}")):
+    with distributed.peers_watched(lambda lost: on_peer_lost(peers_lost(out_dir, process_id, count, lost))):
         with contextlib.ExitStack() as held:
             lock = _start(spec, out_dir, process_id, held, noted)
             error = _run_share(spec, out_dir, process_id, count, lock, quiet, devices, memory_cap)
@@ -60,6 +59,13 @@ def run_process(
     if error is not None:
         raise error
     return None
+
+
+def peers_lost(out_dir: Path, process_id: int, count: int, lost: list[int], how: str = distributed.NO_BEAT) -> str:
+    """What process `process_id` says when it stops for the processes `lost` (found so: `how`): who, and where
+    it keeps its finished runs."""
+    kept = f"process {process_id} stops too, keeping its finished runs in {shard_dir(out_dir, process_id)}"
+    return f"{distributed.lost_text(lost, count, how)}; {kept}"
 
 
 def _start(
