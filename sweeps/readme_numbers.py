@@ -68,9 +68,10 @@ Kinds (options key=value; lists comma-separated; quote a value with spaces):
 `where` may be given more than once (every condition must hold); its value may list alternatives, where=H=1|4.
 
 Tolerance (--check): a block agrees with its rendering when the text between their numbers is the same and each
-number agrees: equal, or within RELATIVE (1e-3) of each other, or, printed with 3 or more significant digits,
-within one unit of its last printed digit (0.001318 and 0.001317; -1337 and -1338; 0.125 and 0.126); so float
-noise from a rerun passes while a changed count (3 of 5), verdict or digit beyond these does not.
+number agrees: equal, or within RELATIVE (1e-3) of each other, or within ABSOLUTE (1e-12: round-off residuals),
+or, printed with 3 or more significant digits, within one unit of its last printed digit (0.001318 and 0.001317;
+-1337 and -1338; 0.125 and 0.126); so float noise from a rerun passes while a changed count (3 of 5), verdict or
+digit beyond these does not.
 """
 
 from __future__ import annotations
@@ -790,6 +791,7 @@ def has_numbers(block: Block, headlines: dict) -> bool:
 # ---- --check: blocks compared within a tolerance, figures within FIGURE_TOLERANCE
 
 RELATIVE = 1e-3  # numbers this close (relatively) agree
+ABSOLUTE = 1e-12  # and numbers this close: round-off residuals (a float64 check's 7e-15 against 6.7e-15)
 NUMBER = re.compile(r"(?<![\w.])([-−]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?![\w])")
 PIXEL_DELTA = 64  # a pixel differs when a colour channel differs by more (of 255)
 FIGURE_TOLERANCE = 0.005  # a figure differs when more than this share of its pixels differ, or its size does
@@ -810,11 +812,11 @@ def last_digit(number: str) -> tuple[int, float]:
 
 
 def numbers_agree(first: str, second: str) -> bool:
-    """Whether two printed numbers agree: equal, within RELATIVE, or within one unit of the last digit of the
-    one printed with 3 or more significant digits (the finer, where both are)."""
+    """Whether two printed numbers agree: equal, within RELATIVE or ABSOLUTE, or within one unit of the last
+    digit of the one printed with 3 or more significant digits (the finer, where both are)."""
     a, b = (float(n.replace("−", "-")) for n in (first, second))
     units = [unit for digits, unit in map(last_digit, (first, second)) if digits >= 3]
-    allowed = max(RELATIVE * max(abs(a), abs(b)), min(units, default=0.0) * (1 + 1e-9))
+    allowed = max(RELATIVE * max(abs(a), abs(b)), ABSOLUTE, min(units, default=0.0) * (1 + 1e-9))
     return a == b or abs(a - b) <= allowed
 
 

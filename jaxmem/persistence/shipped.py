@@ -131,12 +131,12 @@ def rows_of(frame: pd.DataFrame, columns: tuple[str, ...]) -> list[tuple]:
 
 
 def wide_trajectories(frame: pd.DataFrame) -> pa.Table:
-    """The trajectories rows as run_id (dictionary-encoded), step and one column per metric (metric_column);
+    """The trajectories rows as run_id, step and one column per metric (metric_column);
     a metric a row lacks is null there."""
     metrics = [json.loads(m) for m in frame["metrics"]]
     keys = list(dict.fromkeys(key for row in metrics for key in row))
     columns = {
-        "run_id": pa.array(frame["run_id"], pa.string()).dictionary_encode(),
+        "run_id": pa.array(frame["run_id"], pa.string()),
         "step": pa.array(frame["step"], pa.int64()),
     }
     columns.update({key: metric_column([row.get(key) for row in metrics]) for key in keys})
@@ -166,8 +166,8 @@ def narrow_trajectories(table: pa.Table) -> pd.DataFrame:
     metrics = [
         json.dumps({key: values[key][i] for key in keys if values[key][i] is not None}) for i in range(table.num_rows)
     ]
-    run_ids = table.column("run_id").cast(pa.string()).to_pylist()
-    return pd.DataFrame({"run_id": run_ids, "step": table.column("step").to_pylist(), "metrics": metrics})
+    columns = {"run_id": table.column("run_id").to_pylist(), "step": table.column("step").to_pylist()}
+    return pd.DataFrame({**columns, "metrics": metrics})
 
 
 def metric_values(column: pa.ChunkedArray) -> list:
