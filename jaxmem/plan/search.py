@@ -125,6 +125,26 @@ def update(spec: SearchSpec, b: Bracket, outcome: dict[int, bool]) -> Bracket:
     return _settle(spec, dataclasses.replace(b, lo=lo, hi=hi, lo_ok=True, hi_bad=True))
 
 
+def deciding(
+    spec: SearchSpec, b: Bracket, outcome_of: Callable[[int], bool | None]
+) -> tuple[dict[int, bool], list[int]]:
+    """This round's known outcomes (value -> success) and the values whose outcomes `update` still
+    depends on; once none is left, `update` on the known ones gives the bracket the whole round would.
+    An unverified lower end that fails decides alone; an upper end that succeeds above a lower end
+    that did decides without the interior; an interior value above a known failure changes nothing."""
+    values = probes(spec, b)
+    known = {v: o for v in values if (o := outcome_of(v)) is not None}
+    if not b.lo_ok and known.get(b.lo) is False:
+        return known, []
+    lower_end = [] if b.lo_ok or b.lo in known else [b.lo]
+    if not b.hi_bad and known.get(b.hi) is True:
+        return known, lower_end
+    inside = [v for v in values if b.lo < v < b.hi]
+    first_failure = min((v for v in inside if known.get(v) is False), default=b.hi)
+    upper_end = [] if b.hi_bad or b.hi in known else [b.hi]
+    return known, lower_end + [v for v in inside if v < first_failure and v not in known] + upper_end
+
+
 def _settle(spec: SearchSpec, b: Bracket) -> Bracket:
     return dataclasses.replace(b, done=b.lo_ok and b.hi_bad and converged(spec, b))
 

@@ -1,0 +1,97 @@
+"""Searches on a logical timeline, without training: a scheduler driven segment by segment against a
+model of its probes (`Trial`: success, and the program steps until the outcome is known), in a
+program of a fixed number of slots. It measures what a schedule costs: each search's critical path
+(the logical step it ends at), its probes, the ones frozen and the run-steps they took.
+
+A probe launched at a boundary and known within a segment is seen at the next boundary (the engine
+refills slots between segments); a frozen probe's steps so far count, its slot is free at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Hashable, Mapping, Sequence
+
+from jaxmem.plan import scheduler
+from jaxmem.plan import search as searching
+from jaxmem.plan.scheduler import Outcome, SearchState
+from jaxmem.plan.search import Bracket
+from jaxmem.spec.sweep import SearchSpec
+
+Policy = Callable[[Hashable, Mapping[int, Outcome], int], SearchState]  # (search, its outcomes, now) -> state
+
+
+@dataclasses.dataclass(frozen=True)
+class Trial:
+    success: bool
+    steps: int  # program steps until the outcome is known: the step it succeeds at, or its whole budget
+
+
+@dataclasses.dataclass(frozen=True)
+class Timeline:
+    bracket: Bracket  # the search's end
+    done_at: int  # the logical step it ended at: its critical path
+    probes: int  # launched
+    frozen: int  # of them, stopped before their outcome was known
+    run_steps: int  # program steps its probes ran
+    outcomes: dict  # value -> Outcome, as the search saw them
+
+
+def speculative(spec: SearchSpec, first: Mapping[Hashable, Bracket], depth: int) -> Policy:
+    """The scheduler without a round barrier (jaxmem.plan.scheduler), `depth` rounds of speculation."""
+    return lambda key, outcomes, now: scheduler.state(spec, first[key], outcomes, now, depth)
+
+
+def rounds(spec: SearchSpec, first: Mapping[Hashable, Bracket]) -> Policy:
+    """The round scheduler (search.replay): a round's probes all end before the next round starts."""
+
+    def policy(key, outcomes, now):
+        b, pending = searching.replay(spec, first[key], scheduler.known_by(outcomes, now).get)
+        return SearchState(b, (tuple(pending),) if pending else ())
+
+    return policy
+
+
+def simulate(
+    policy: Policy, keys: Sequence[Hashable], trial: Callable[[Hashable, int], Trial], segment: int, slots: int
+) -> dict[Hashable, Timeline]:
+    """Every search of `keys` to its end under `policy`, decisions every `segment` steps, `slots` probes
+    at most running at once; `trial(key, value)`: the probe's outcome and duration."""
+    outcomes: dict = {k: {} for k in keys}
+    running: dict = {k: {} for k in keys}  # value -> the step it was launched at
+    probes, frozen, run_steps = dict.fromkeys(keys, 0), dict.fromkeys(keys, 0), dict.fromkeys(keys, 0)
+    ended: dict = {}
+    now = 0
+    while True:
+        for key, values in running.items():
+            for v, start in list(values.items()):
+                t = trial(key, v)
+                if start + t.steps <= now:
+                    outcomes[key][v] = Outcome(t.success, now)
+                    run_steps[key] += t.steps
+                    del values[v]
+        states = {k: policy(k, outcomes[k], now) for k in keys if k not in ended}
+        ended.update((k, (s.bracket, now)) for k, s in states.items() if s.done)
+        open_states = {k: s for k, s in states.items() if not s.done}
+        busy = sum(len(values) for values in running.values())
+        decision = scheduler.decide(open_states, {k: set(values) for k, values in running.items()}, slots - busy)
+        for key, v in decision.freeze:
+            run_steps[key] += now - running[key].pop(v)
+            frozen[key] += 1
+        for key, v in decision.launch:
+            running[key][v] = now
+            probes[key] += 1
+        if not open_states:
+            break
+        if not any(running.values()):
+            raise RuntimeError(f"searches wait on no probe at step {now}: {sorted(open_states)}")
+        now = next_boundary(
+            now, segment, [start + trial(k, v).steps for k, values in running.items() for v, start in values.items()]
+        )
+    return {k: Timeline(ended[k][0], ended[k][1], probes[k], frozen[k], run_steps[k], outcomes[k]) for k in keys}
+
+
+def next_boundary(now: int, segment: int, ends: list[int]) -> int:
+    """The first boundary after `now` at which a running probe's outcome is known: nothing changes at
+    the ones before it (no outcome arrives, so no state, and no decision, does)."""
+    return max(now + segment, -(-min(ends) // segment) * segment)
