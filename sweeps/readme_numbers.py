@@ -68,7 +68,7 @@ Kinds (options key=value; lists comma-separated; quote a value with spaces):
 `where` may be given more than once (every condition must hold); its value may list alternatives, where=H=1|4.
 
 Tolerance (--check): a block agrees with its rendering when the text between their numbers is the same and each
-number agrees: equal, or within RELATIVE (1e-3) of each other, or within ABSOLUTE (1e-12: round-off residuals),
+number agrees: equal, or within RELATIVE (1e-3) of each other, or within ABSOLUTE (1e-6: round-off, as in residuals),
 or, printed with 3 or more significant digits, within one unit of its last printed digit (0.001318 and 0.001317;
 -1337 and -1338; 0.125 and 0.126); so float noise from a rerun passes while a changed count (3 of 5), verdict or
 digit beyond these does not.
@@ -791,7 +791,7 @@ def has_numbers(block: Block, headlines: dict) -> bool:
 # ---- --check: blocks compared within a tolerance, figures within FIGURE_TOLERANCE
 
 RELATIVE = 1e-3  # numbers this close (relatively) agree
-ABSOLUTE = 1e-12  # and numbers this close: round-off residuals (a float64 check's 7e-15 against 6.7e-15)
+ABSOLUTE = 1e-6  # and numbers this close: round-off (a residual of 8.1e-08 against 1.0e-07 on a rerun)
 NUMBER = re.compile(r"(?<![\w.])([-−]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?![\w])")
 PIXEL_DELTA = 64  # a pixel differs when a colour channel differs by more (of 255)
 FIGURE_TOLERANCE = 0.005  # a figure differs when more than this share of its pixels differ, or its size does

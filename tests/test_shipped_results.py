@@ -126,7 +126,8 @@ def test_the_tolerance_rules():
     assert agree("std 0.001318, b −1337", "std 0.001317, b −1338")  # the float noise
     assert agree("slope 0.125", "slope 0.126") and agree("1.34e+03", "1.35e+03")
     assert agree("x 12.3456", "x 12.3457") and agree("n 1000", "n 1001")  # 1e-3 relative
-    assert agree("gap 7.13e-15", "gap 6.69e-15") and not agree("gap 7.13e-9", "gap 6.69e-9")  # round-off only
+    assert agree("gap 7.13e-15", "gap 6.69e-15") and agree("8.14e-08", "1.019e-07")  # round-off
+    assert not agree("loss 3.1e-05", "loss 5.2e-05")
     assert not agree("3 of 5 answered", "4 of 5 answered")  # fewer than 3 digits: exact
     assert not agree("slope 0.125", "slope 0.128") and not agree("0.5", "-0.5")
     assert not agree("slope 0.125: **PASS**", "slope 0.125: **FAIL**")
