@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxmem.cli.main import main
 from jaxmem.experiments.nichani24 import assoc_memory
 from jaxmem.engine.program import Settings, dyn_arrays, make_segment
 from jaxmem.plan.buckets import static_shape, traced_values
@@ -130,3 +131,11 @@ def trained(exp, opt, params, problem, shape, dyn, key, steps: int):
         return optax.apply_updates(params, updates), state
 
     return jax.lax.fori_loop(0, steps, step, (params, opt.init(params)))[0]
+
+
+def cli(capsys, *argv) -> tuple[int, str, str]:
+    """`jaxmem *argv` in this process: its exit code, stdout and stderr, which must hold no traceback."""
+    code = main([str(a) for a in argv])
+    stdout, stderr = capsys.readouterr()
+    assert "Traceback" not in stdout + stderr
+    return code, stdout, stderr

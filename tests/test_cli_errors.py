@@ -11,11 +11,12 @@ import pytest
 
 from jaxmem.driver import sweep as driver
 from jaxmem.plan import search
-from jaxmem.cli.main import main
 from jaxmem.spec.expr import evaluate
 from jaxmem.persistence.lock import OutputLock
 from jaxmem.spec.sweep import load, parse
 from jaxmem.persistence.store import FILENAME, Store
+
+from helpers import cli as call
 
 REPO = Path(__file__).resolve().parents[1]
 FIG1 = REPO / "sweeps" / "nichani24" / "fig1_mlp.toml"
@@ -66,13 +67,6 @@ def tiny(tmp_path):
     path = tmp_path / "tiny.toml"
     path.write_text(TINY)
     return path
-
-
-def call(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return code, out, err
 
 
 def test_run_bad_spec_exits_2_naming_the_field(tmp_path, capsys, no_compile):

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import jaxmem
-from helpers import ROOT
+from helpers import cli as call, ROOT
 from jaxmem.cli import estimate, overrides
 from jaxmem.cli.main import main
 from jaxmem.plan import search
@@ -21,13 +21,6 @@ from jaxmem.report.export import effective_point, exported_runs
 from jaxmem.spec.sweep import SpecError, load
 
 LINEAR = ROOT / "tests" / "specs" / "tiny_linear.toml"
-
-
-def call(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return code, out, err
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,7 @@ import time
 import pytest
 
 import jaxmem
-from helpers import ROOT
-from jaxmem.cli.main import main
+from helpers import cli as call, ROOT
 from jaxmem.driver import folder
 from jaxmem.driver import sweep as driver
 from jaxmem.persistence.lock import OutputLock
@@ -57,13 +56,6 @@ def out(tmp_path):
         store.add_compile("b", {"d": 4}, 2, 0.5, 1.0)
         store.close()
     return folder
-
-
-def call(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    stdout, stderr = capsys.readouterr()
-    assert "Traceback" not in stdout + stderr
-    return code, stdout, stderr
 
 
 # -- read-only folders ---------------------------------------------------------------------------------

@@ -12,8 +12,7 @@ import time
 
 import pytest
 
-from helpers import ROOT
-from jaxmem.cli.main import main
+from helpers import cli as call, ROOT
 from jaxmem.driver import sweep as driver
 from jaxmem.persistence.store import FILENAME, Store, StoreError, load_results
 from jaxmem.spec.sweep import load
@@ -36,13 +35,6 @@ def stored(folder, last_point: dict):
     store.add_runs([RUN], [("r0", 8, {"accuracy": 0.5}), ("r0", 16, last_point)])
     store.close()
     return folder
-
-
-def call(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    stdout, stderr = capsys.readouterr()
-    assert "Traceback" not in stdout + stderr
-    return code, stdout, stderr
 
 
 def edit(out, *statements: str) -> None:
