@@ -71,6 +71,13 @@ def stored_runs(out: Path) -> int:
         return 0
 
 
+def wait_until(ready, child: subprocess.Popen | None = None, timeout: float = 120) -> None:
+    """Poll `ready()` every 0.05 s until it holds, `child` (if given) has exited, or `timeout` s passed."""
+    deadline = time.time() + timeout
+    while not ready() and time.time() < deadline and (child is None or child.poll() is None):
+        time.sleep(0.05)
+
+
 def kill_nine(tmp: Path, reference: Path, kills: int) -> None:
     out, rng, landed = tmp / "kill9", random.Random(6), 0
     for _ in range(kills):
@@ -90,9 +97,7 @@ def kill_nine(tmp: Path, reference: Path, kills: int) -> None:
 def stop_with(tmp: Path, reference: Path, sig: signal.Signals, code: int) -> None:
     out = tmp / f"stop-{sig.name}"
     child = started("run", SPEC, "--out", out, "--quiet")
-    deadline = time.time() + 120
-    while stored_runs(out) < 4 and time.time() < deadline and child.poll() is None:
-        time.sleep(0.1)
+    wait_until(lambda: stored_runs(out) >= 4, child)
     child.send_signal(sig)
     output, _ = child.communicate(timeout=120)
     resumed = jaxmem("run", SPEC, "--out", out, "--quiet")
@@ -145,9 +150,7 @@ def damaged_store(tmp: Path, reference: Path) -> None:
 def damaged_checkpoints(tmp: Path, reference: Path) -> None:
     out = tmp / "checkpoint"
     child = started("run", SPEC, "--out", out, "--quiet")
-    deadline = time.time() + 120
-    while not any((out / "checkpoints").glob("*/*")) and time.time() < deadline and child.poll() is None:
-        time.sleep(0.05)
+    wait_until(lambda: any((out / "checkpoints").glob("*/*")), child)
     child.send_signal(signal.SIGTERM)
     child.communicate(timeout=120)
     damaged = 0
@@ -319,9 +322,7 @@ def peer_death(tmp: Path) -> None:
         out, survivor = tmp / f"peer-{victim}", 1 - victim
         job = [started("run", spec, "--out", out, "--quiet", "--coordinator", f"127.0.0.1:{port}",
                        "--num-processes", 2, "--process-id", k) for k in (0, 1)]
-        deadline = time.time() + 180
-        while not any((out / "shards" / "p1" / "checkpoints").glob("*/*")) and time.time() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: any((out / "shards" / "p1" / "checkpoints").glob("*/*")), timeout=180)
         job[victim].send_signal(signal.SIGKILL)
         killed = time.time()
         output, _ = job[survivor].communicate(timeout=300)
@@ -374,9 +375,7 @@ def relative_out(tmp: Path) -> None:
     folder = tmp / "relative"
     folder.mkdir()
     child = started("run", SPEC, "--out", "out", "--quiet", cwd=folder)
-    deadline = time.time() + 120
-    while stored_runs(folder / "out") < 4 and time.time() < deadline and child.poll() is None:
-        time.sleep(0.1)
+    wait_until(lambda: stored_runs(folder / "out") >= 4, child)
     child.send_signal(signal.SIGTERM)
     child.communicate(timeout=120)
     status = jaxmem("status", folder / "out")
@@ -437,9 +436,7 @@ def lock_deleted_while_stopped(tmp: Path, reference: Path) -> None:
     """A run SIGSTOPped, its .lock deleted by hand, a second run started, then the first continued."""
     out = tmp / "lock-deleted"
     first = started("run", SPEC, "--out", out, "--quiet")
-    deadline = time.time() + 120
-    while stored_runs(out) < 4 and time.time() < deadline and first.poll() is None:
-        time.sleep(0.1)
+    wait_until(lambda: stored_runs(out) >= 4, first)
     first.send_signal(signal.SIGSTOP)
     (out / ".lock").unlink()
     second = jaxmem("run", SPEC, "--out", out, "--quiet", timeout=120)
