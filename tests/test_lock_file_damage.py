@@ -5,6 +5,8 @@ import fcntl
 import logging
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -96,3 +98,17 @@ def test_no_regular_file_in_place_of_the_lock_file_refuses_a_run_naming_it(tmp_p
     assert answered(lambda: main(["status", str(out)])) == 0  # status still answers, with a warning
     assert capsys.readouterr().out.splitlines()[-1] == f"warning: {lock} is {kind}, not jaxmem's lock file; {fix}"
     assert os.path.lexists(lock) and (out / FILENAME).is_file()  # nothing removed
+
+
+def test_an_unusable_lock_file_is_refused_before_the_engine_loads(tmp_path):
+    """The run's refusal of a FIFO as its lock file comes before JAX's and the driver's imports (~1 s, not ~4)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / ".lock")
+    check = (
+        "import sys; from jaxmem.cli.main import main; "
+        f"code = main(['run', 'no_such_sweep', '--out', {str(out)!r}]); "
+        "print(code, 'jaxmem.driver.sweep' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120)
+    assert result.stdout.split() == ["3", "False"] and "named pipe (FIFO)" in result.stderr

@@ -201,6 +201,7 @@ def output_folder(args, spec) -> Path:
 
 
 def _run(args) -> int:
+    refuse_an_unusable_lock_file(args)
     from jaxmem.cli import views
     from jaxmem.cli.status import ORIGIN, resume_command
     from jaxmem.driver import distributed
@@ -282,6 +283,15 @@ def peer_lost(resume: str, what: str) -> None:
 def lost_message(resume: str, what: str) -> str:
     """The line of a process of a multi-process job that stops because it lost a peer (`what` happened)."""
     return f"jaxmem: error: {what}; resume with `{resume}` (one process, or the whole job again)"
+
+
+def refuse_an_unusable_lock_file(args) -> None:
+    """Refuse a run whose --out holds something other than a regular file as its lock file (a FIFO, a
+    directory, a symbolic link) before loading the engine: in about a second instead of four."""
+    from jaxmem.persistence.lock import lock_path, odd_lock_file
+
+    if args.out and not args.dry_run and (unusable := odd_lock_file(lock_path(Path(args.out)))) is not None:
+        raise unusable
 
 
 def planned_target(name: str):

@@ -14,7 +14,7 @@ import pandas as pd
 
 from jaxmem.cli.paths import shipped_matches
 from jaxmem.experiments import code_identity
-from jaxmem.persistence.lock import UNUSABLE, lock_state, read_lease
+from jaxmem.persistence.lock import UNUSABLE, lock_path, lock_state, read_lease
 from jaxmem.persistence.progress import Found, finished, inflight, stored_progress
 from jaxmem.persistence.shards import shard_dirs
 from jaxmem.persistence.store import FILENAME, Store, elapsed, full, no_space
@@ -83,7 +83,7 @@ def status(out: Path) -> str:
     held, held_buckets = map(sum, zip(*(inflight(d / "checkpoints", runs) for d in [out, *shard_dirs(out)])))
     found = stored_progress(meta, len(runs), len(searches), held, held_buckets)
     lock, done = lock_state(out), finished(found, out)
-    lease = read_lease(out / ".lock")
+    lease = read_lease(lock_path(out))
     end = time.time() if lock.startswith("running") else max(last_write or 0.0, lease.heartbeat if lease else 0.0)
     successes = sum(s for s, _ in runs.values())
     diverged = sum(d for _, d in runs.values())

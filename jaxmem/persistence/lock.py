@@ -46,6 +46,13 @@ UNUSABLE = "unusable lock file"  # lock_state of a folder whose lock file is no 
 log = logging.getLogger("jaxmem")
 
 
+LOCK_FILE = ".lock"  # in the output folder
+
+
+def lock_path(out_dir: Path) -> Path:
+    return Path(out_dir) / LOCK_FILE
+
+
 class LockError(RuntimeError):
     """Another process is running a sweep in this output folder, or its lock file cannot be one."""
 
@@ -154,7 +161,7 @@ def stale_reason(lease: Lease, host: str, now: float, alive=pid_alive) -> str | 
 
 class OutputLock:
     def __init__(self, out_dir: Path):
-        self.path = Path(out_dir) / ".lock"
+        self.path = lock_path(out_dir)
         self.fd: int | None = None
         self.folder: int | None = None  # a descriptor of the folder, flocked (see hold_folder)
         self.inode: tuple[int, int] | None = None  # the lock file's identity
@@ -314,7 +321,7 @@ def lock_state(out_dir: Path) -> str:
     """'idle', 'running: <holder>', 'stale lease of <holder> (<reason>)', 'stale lease: <damage>', or for
     anything but a regular file in the lock file's place 'unusable lock file: <what it is, what to do>',
     for `jaxmem status`."""
-    path = Path(out_dir) / ".lock"
+    path = lock_path(out_dir)
     try:
         fd = open_lock_file(path, os.O_RDONLY)  # read-only (the folder may be): a run's lock refuses a shared one
     except FileNotFoundError:  # (deleted by hand, its run may still hold the folder)
