@@ -109,10 +109,12 @@ def stop_with(tmp: Path, reference: Path, sig: signal.Signals, code: int) -> Non
 
 
 def concurrent(tmp: Path) -> None:
-    out = tmp / "concurrent"
-    first = started("run", SPEC, "--out", out, "--quiet")
-    time.sleep(3.0)
-    second = jaxmem("run", SPEC, "--out", out, "--quiet")
+    """A second run while the first (long: 100,000-step budgets) is storing results, then the first stopped."""
+    out, long = tmp / "concurrent", ("--set", "train.steps=100000")
+    first = started("run", SPEC, "--out", out, "--quiet", *long)
+    wait_until(lambda: (out / "checkpoints").is_dir(), first)
+    second = jaxmem("run", SPEC, "--out", out, "--quiet", *long)
+    first.send_signal(signal.SIGTERM)
     first.communicate(timeout=300)
     record("a second run into a folder in use", "exit 3 naming the holder",
            second.returncode == 3, f"exit {second.returncode}: {said(second)}")
