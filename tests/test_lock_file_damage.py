@@ -112,3 +112,11 @@ def test_an_unusable_lock_file_is_refused_before_the_engine_loads(tmp_path):
     )
     result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120)
     assert result.stdout.split() == ["3", "False"] and "named pipe (FIFO)" in result.stderr
+
+
+def test_the_early_lock_file_check_leaves_a_bad_out_to_its_own_message(tmp_path, capsys):
+    """--out naming a file (no folder there to hold a lock file): exit 2 from --out's check, no traceback."""
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(TINY)
+    assert main(["run", str(spec), "--out", str(spec), "--quiet"]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import functools
 import json
 import logging
@@ -29,8 +30,11 @@ def main(argv: list[str] | None = None) -> int:
     if threading.current_thread() is not threading.main_thread():  # (signal handlers are the main thread's)
         return command(argv)
     previous = signal.signal(signal.SIGINT, stop_at_once)
+    if argv is None:  # the command: stop_at_once stays through Python's exit, the last of it ignores Ctrl-C
+        atexit.register(signal.signal, signal.SIGINT, signal.SIG_IGN)  # (first registered, so run last)
+        return supervise.as_command(sys.argv[1:], command)
     try:
-        return command(argv) if argv is not None else supervise.as_command(sys.argv[1:], command)
+        return command(argv)
     finally:
         signal.signal(signal.SIGINT, previous)
 
@@ -290,7 +294,13 @@ def refuse_an_unusable_lock_file(args) -> None:
     directory, a symbolic link) before loading the engine: in about a second instead of four."""
     from jaxmem.persistence.lock import lock_path, odd_lock_file
 
-    if args.out and not args.dry_run and (unusable := odd_lock_file(lock_path(Path(args.out)))) is not None:
+    if not args.out or args.dry_run:
+        return
+    try:
+        unusable = odd_lock_file(lock_path(Path(args.out)))
+    except OSError:  # no folder there to hold one (a file, a name too long): --out's own check says so
+        return
+    if unusable is not None:
         raise unusable
 
 
