@@ -166,10 +166,16 @@ def damaged_checkpoints(tmp: Path, reference: Path) -> None:
            rerun.returncode == 0 and same, f"rerun exit {rerun.returncode}; {words}")
 
 
+def mounted_tmpfs(mount: Path, size: str) -> bool:
+    """Whether a tmpfs of `size` could be mounted on a new folder `mount` (root only; the caller unmounts)."""
+    mount.mkdir()
+    command = ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)]
+    return subprocess.run(command, capture_output=True).returncode == 0
+
+
 def full_disk(tmp: Path, reference: Path) -> None:
     mount = tmp / "small"
-    mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True).returncode:
+    if not mounted_tmpfs(mount, "2m"):
         record("a full disk", "exit 4 'no space left'", True, "not run: mount -t tmpfs is not permitted here")
         return
     try:
@@ -420,8 +426,7 @@ def dry_run_memory(tmp: Path) -> None:
 
 def disk_full_before_the_first_write(tmp: Path) -> None:
     mount = tmp / "full"
-    mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True).returncode:
+    if not mounted_tmpfs(mount, "64k"):
         record("a disk full before the first write", "exit 4 naming the folder", True, "not run: no tmpfs mounts")
         return
     try:
