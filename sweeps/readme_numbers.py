@@ -767,7 +767,9 @@ def load_headlines(
     results: Path, blocks: list[Block], scratch: Path, rewrite: bool = True
 ) -> dict[tuple[str, str], object]:
     """The headline of every sweep the blocks name, read from its store or its shipped results (numbers_folder)
-    (`rewrite`: its report written again first); None where it has neither."""
+    (`rewrite`: its report written again first, with the `[report]` table of the sweep's spec as it is now, so
+    an edited check shows without rerunning); None where it has neither."""
+    from jaxmem.cli.views import edited_report_table
     from jaxmem.report.from_store import report
     from jaxmem.report.headline import headline
 
@@ -778,7 +780,7 @@ def load_headlines(
             continue
         folder = numbers_folder(results, scratch, block)
         if folder is not None and (rewrite or not (folder / "report.md").exists()):
-            report(folder)
+            report(folder, edited_report_table(str(spec_path(block.sweep)), block.preset, folder))
         found[key] = None if folder is None else headline(folder)
     return found
 

@@ -14,7 +14,9 @@ from jaxmem.report.from_store import report, stored_sweep
 from jaxmem.report.trajectory.data import planned_runs
 from jaxmem.report.trajectory.escape import escape_fits, fit_line
 from jaxmem.report.trajectory.guides import rate_guides
+from jaxmem.report.trajectory.markdown import rates_section
 from jaxmem.report.trajectory.rates import rate_tables
+from jaxmem.report.verdicts import stating
 from jaxmem.report.trajectory.report import panel_title
 from jaxmem.report.trajectory.stages import first_crossing, plateau
 from jaxmem.spec.sweep import SpecError, stored_report_spec
@@ -486,6 +488,48 @@ def test_a_linear_rate_is_fitted_inside_its_window_and_drawn_against_time():
     assert problems == [
         "report.trajectory.rates[0].window: lo must be > 0 (a ratio to the first value), got [0.0, 1.0]"
     ]
+
+
+def rate_runs(slopes: dict, falls: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Runs r<H>_<seed> of a loss falling as k^slope and a margin that falls by `falls` once, one series per H."""
+    steps = np.geomspace(1, 10_000, 21)
+    frames, rows = [], []
+    for (H, seed), slope in slopes.items():
+        margin = np.linspace(1, 2, steps.size) - np.where(np.arange(steps.size) == 10, falls.get((H, seed), 0), 0)
+        frames.append(pd.DataFrame({"run_id": f"r{H}_{seed}", "step": steps, "loss": steps**slope, "margin": margin}))
+        rows.append({"run_id": f"r{H}_{seed}", "panel": "all", "series": f"H={H}", "seed": seed, "H": H})
+    return pd.concat(frames, ignore_index=True), pd.DataFrame(rows)
+
+
+def test_rate_and_trend_verdicts_read_the_runs_interval_and_where_keeps_runs():
+    """H = 1: three runs at slopes −0.98, −1.0, −1.02 against −1 (±20 %): PASS; H = 2: −0.5 ± 0.01: FAIL; H = 4:
+    two runs: INCONCLUSIVE. The margin trend: H = 2's seed 1 falls once (FAIL), H = 1's three runs rise (PASS).
+    With where = {H = 1} only H = 1's runs are measured."""
+    slopes = {(1, 0): -0.98, (1, 1): -1.0, (1, 2): -1.02, (2, 0): -0.49, (2, 1): -0.5, (2, 2): -0.51}
+    frame, runs = rate_runs({**slopes, (4, 0): -1.0, (4, 1): -1.0}, {(2, 1): 0.5})
+    rate = {"metric": "loss", "scale": "loglog", "decades": 2, "predicted": "-1", "tolerance": 0.2, "label": "1/k"}
+    spec = trajectory_spec({"rates": [rate], "trends": [{"metric": "margin", "label": "margin"}]})
+    rates, trends = rate_tables(frame, runs, spec)
+    with stating() as claims:
+        text = rates_section(rates, trends, spec)
+    outcomes = {(c.section.split(" / ")[1], c.claim.split("(")[1].split(")")[0]): c.verdict.outcome for c in claims}
+    assert outcomes == {
+        ("Asymptotic rates", "H=1"): "PASS",
+        ("Asymptotic rates", "H=2"): "FAIL",
+        ("Asymptotic rates", "H=4"): "INCONCLUSIVE",
+        ("Trends", "H=1"): "PASS",
+        ("Trends", "H=2"): "FAIL",
+        ("Trends", "H=4"): "INCONCLUSIVE",
+    }
+    h1 = next(c for c in claims if "H=1" in c.claim and "rates" in c.section)
+    assert h1.measured == pytest.approx(1.0) and 0.8 < h1.interval[0] < 1 < h1.interval[1] < 1.2
+    assert h1.band == (0.8, 1.2)
+    assert "1 of 3 runs move against it" in text and "(2 runs)" in text
+    kept = trajectory_spec(
+        {"rates": [{**rate, "where": {"H": 1}}], "trends": [{"metric": "margin", "where": {"H": [1, 4]}}]}
+    )
+    rates, trends = rate_tables(frame, runs, kept)
+    assert set(rates["series"]) == {"H=1"} and set(trends["series"]) == {"H=1", "H=4"}
 
 
 def test_a_config_field_named_step_keeps_apart_from_the_evaluated_step(tmp_path):

@@ -36,7 +36,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from jaxmem.spec.expr import ExpressionError, evaluate
 from jaxmem.spec.report_agreement import Agreement
-from jaxmem.spec.report_relations import RUN, RUN_QUANTITIES, SEARCH_QUANTITY, Relation
+from jaxmem.spec.report_relations import RUN, RUN_QUANTITIES, SEARCH_QUANTITY, Relation, Where
 from jaxmem.spec.tables import Bounds, Expression, Flag, Formula, Names, NonNegative, Number, Pair, Positive, Text
 from jaxmem.spec.tables import Words, fill, hint, is_number, key, names_of, one_of, one_or_many, plain, read
 from jaxmem.spec.tables import unknown_names
@@ -185,6 +185,7 @@ class Rate:
     tolerance: Positive = key("the fitted slope agrees when |fitted / predicted − 1| ≤ this", DEFAULT_TOLERANCE)
     label: Text = key("its name (default: the slope in words)", "")
     window: Pair | None = key("instead: the evaluations whose metric / its first value lies in (lo, hi]", None)
+    where: Where = key("only the runs with these config values (a value or a list of values)", (), names=RUN)
 
     def checked(self, given: dict, context: Context, path: str, problems: list[str]) -> Rate:
         if self.window is not None and self.window[0] <= 0:
@@ -201,6 +202,7 @@ class Trend:
     direction: Literal["increasing", "decreasing"] = key("the expected direction", "increasing")
     tol: NonNegative = key("relative slack", 1e-6)
     label: Text = key("its name (default: the metric)", "")
+    where: Where = key("only the runs with these config values (a value or a list of values)", (), names=RUN)
 
     def checked(self, given: dict, context: Context, path: str, problems: list[str]) -> Trend:
         return fill(self, label=self.metric)

@@ -15,7 +15,7 @@ import pandas as pd
 
 from jaxmem.report.text import DASH, markdown_table, number, percent, spread
 from jaxmem.report.trajectory.plot import Level
-from jaxmem.report.trajectory.rates import RATES_CSV
+from jaxmem.report.trajectory.rates import MIN_RUNS, RATES_CSV, rate_verdict, trend_verdict
 from jaxmem.report.trajectory.stages import crossing_column, plateau_column
 from jaxmem.report.verdicts import Claim, Verdict, confidence, stated
 from jaxmem.spec.report_tables import TrajectorySpec
@@ -225,17 +225,35 @@ def escape_claim(fit: dict, group: str, tolerance: float) -> str:
     return stated(claim)
 
 
+def rate_claim(group: pd.DataFrame, label: str, runs_of: str, tolerance: float) -> str:
+    """The verdict of one rate over a group's runs (jaxmem.report.trajectory.rates.rate_verdict), stated."""
+    verdict, mean, (low, high) = rate_verdict(group["ratio"].to_numpy(float), tolerance)
+    if verdict is None:
+        return DASH
+    claim = Claim(
+        "Trajectories / Asymptotic rates",
+        f"{label} ({runs_of}): fitted / predicted slope within {percent(tolerance)}",
+        verdict,
+        mean,
+        (low, high),
+        (1 - tolerance, 1 + tolerance),
+    )
+    return stated(claim)
+
+
 def rates_section(rates: pd.DataFrame, trends: pd.DataFrame, spec: TrajectorySpec) -> str:
     """Mean ± std of the fitted rates against their predictions, and the trends, per panel and series."""
     lines = []
     if not rates.empty:
         rows = []
+        tolerances = {r.label: r.tolerance for r in spec.rates}
         for (label, panel, series), group in rates.groupby(["rate", "panel", "series"], sort=False):
             within = group["within"].dropna()
-            verdict = f"{int(within.sum())}/{len(within)}" if len(within) else DASH
             steps = f"{spread(group['from_step'])} – {spread(group['to_step'])}"
             row = [label, key_of(panel, series), len(group), steps, spread(group["slope"]), spread(group["predicted"])]
-            rows.append(row + [spread(group["ratio"]), verdict])
+            counted = f"{int(within.sum())}/{len(within)}" if len(within) else DASH
+            verdict = rate_claim(group, label, key_of(panel, series), tolerances[label])
+            rows.append(row + [spread(group["ratio"]), counted, verdict])
         tolerance = ", ".join(f"{r.label}: {percent(r.tolerance)}" for r in spec.rates)
         lines += [
             "### Asymptotic rates",
@@ -243,16 +261,26 @@ def rates_section(rates: pd.DataFrame, trends: pd.DataFrame, spec: TrajectorySpe
             "Per run, the least-squares slope over the evaluations of the last decades of steps, or of the rate's "
             "window (against ln step; of ln metric for power laws; of ln metric against step for linear rates); "
             f"predicted from the run's config and final metrics. Within ({tolerance}) "
-            f"counts the runs whose |slope / predicted − 1| is inside the tolerance. Per run: `{RATES_CSV}`.",
+            "counts the runs whose |slope / predicted − 1| is inside the tolerance; the verdict reads the mean ratio's "
+            "95 % t-interval over the runs: PASS inside [1 − tolerance, 1 + tolerance], FAIL wholly outside, "
+            f"INCONCLUSIVE across an edge or with fewer than {MIN_RUNS} runs. Per run: `{RATES_CSV}`.",
             "",
             markdown_table(
-                ["rate", "runs of", "runs", "steps", "slope", "predicted", "slope / predicted", "within"], rows
+                ["rate", "runs of", "runs", "steps", "slope", "predicted", "slope / predicted", "within", "verdict"],
+                rows,
             ),
         ]
     if not trends.empty:
         rows = []
         for (label, panel, series), group in trends.groupby(["trend", "panel", "series"], sort=False):
             monotone = int((group["against"] == 0).sum())
+            direction = next(t.direction for t in spec.trends if t.label == label)
+            claim = Claim(
+                "Trajectories / Trends",
+                f"{label} ({key_of(panel, series)}): {direction} in every run",
+                trend_verdict(group["against"].to_numpy()),
+                float(monotone),
+            )
             rows.append(
                 [
                     label,
@@ -260,6 +288,7 @@ def rates_section(rates: pd.DataFrame, trends: pd.DataFrame, spec: TrajectorySpe
                     f"{monotone}/{len(group)}",
                     int(group["against"].sum()),
                     spread(group["first"]) + " → " + spread(group["last"]),
+                    stated(claim),
                 ]
             )
         directions = "; ".join(f"{t.label}: {t.direction} (tol {number(t.tol)})" for t in spec.trends)
@@ -268,8 +297,9 @@ def rates_section(rates: pd.DataFrame, trends: pd.DataFrame, spec: TrajectorySpe
             "### Trends",
             "",
             f"{directions}. A run is monotone when no evaluation moves against the direction by more than "
-            "tol × |value|.",
+            f"tol × |value|. Verdict: FAIL when a run is not monotone, PASS when each of {MIN_RUNS} or more runs is, "
+            "INCONCLUSIVE with fewer runs.",
             "",
-            markdown_table(["trend", "runs of", "monotone runs", "moves against", "first → last"], rows),
+            markdown_table(["trend", "runs of", "monotone runs", "moves against", "first → last", "verdict"], rows),
         ]
     return "\n".join(lines).strip()

@@ -11,6 +11,14 @@ lr, seed and its metrics at the last evaluation; ratio = slope / predicted, with
 
 Trend: per run, the consecutive evaluations whose metric moves against the direction by more than
 tol·|value| (float round-off is not a violation), and the metric's last value.
+
+A rate or trend with `where` is measured on the runs with those config values only. Verdicts, per (rate or
+trend, panel, series), under jaxmem.report.verdicts' rule:
+- rate: the mean of the runs' fitted / predicted ratios and its 95 % t-interval over the runs (n − 1 degrees of
+  freedom); PASS when the interval lies within [1 − tolerance, 1 + tolerance], FAIL when wholly outside it,
+  INCONCLUSIVE when it crosses an edge or with fewer than 3 runs (MIN_RUNS); no verdict without a prediction;
+- trend: FAIL when some run moves against the direction (a counterexample decides), PASS when none does over
+  3 or more runs, INCONCLUSIVE with fewer.
 """
 
 from __future__ import annotations
@@ -23,7 +31,11 @@ import pandas as pd
 from jaxmem.report.trajectory.data import names_of
 from jaxmem.report.trajectory.escape import fit_line
 from jaxmem.spec.expr import ExpressionError, evaluate
+from jaxmem.report.text import number
+from jaxmem.report.verdicts import Verdict, decided, inconclusive, interval, t_interval, too_few_x
 from jaxmem.spec.report_tables import Rate, TrajectorySpec, Trend
+
+MIN_RUNS = 3  # runs a rate's or a trend's verdict needs
 
 RATES_CSV = "rates.csv"
 
@@ -90,6 +102,40 @@ def rate_tables(frame: pd.DataFrame, runs: pd.DataFrame, spec: TrajectorySpec):
         evaluations = by_run[run["run_id"]].sort_values("step")
         names = names_of(evaluations.iloc[-1].to_dict(), list(evaluations.columns))  # config fields and metrics
         label = {"run_id": run["run_id"], "panel": run["panel"], "series": run["series"], "seed": run["seed"]}
-        rate_rows += [{**label, **run_rate(evaluations, r, names)} for r in spec.rates]
-        trend_rows += [{**label, **run_trend(evaluations, t)} for t in spec.trends]
+        rate_rows += [{**label, **run_rate(evaluations, r, names)} for r in spec.rates if kept(r.where, run)]
+        trend_rows += [{**label, **run_trend(evaluations, t)} for t in spec.trends if kept(t.where, run)]
     return pd.DataFrame(rate_rows), pd.DataFrame(trend_rows)
+
+
+def kept(where: tuple, run: dict) -> bool:
+    """Whether a run's config has one of the values `where` keeps for each of its fields."""
+    return all(field in run and run[field] in values for field, values in where)
+
+
+def rate_verdict(ratios: np.ndarray, tolerance: float) -> tuple[Verdict | None, float, tuple[float, float]]:
+    """(verdict, mean ratio, its 95 % interval) of one group's fitted / predicted ratios (see the module's
+    docstring); verdict None where no run has a prediction."""
+    ratios = ratios[np.isfinite(ratios)]
+    if ratios.size == 0:
+        return None, math.nan, (math.nan, math.nan)
+    mean = float(ratios.mean())
+    se = float(ratios.std(ddof=1) / math.sqrt(ratios.size)) if ratios.size > 1 else math.nan
+    low, high = t_interval(mean, se, ratios.size - 1)
+    few = too_few_x(ratios.size, MIN_RUNS, "run")
+    if few is not None:
+        return few, mean, (low, high)
+    lo, hi = 1 - tolerance, 1 + tolerance
+    if lo <= low and high <= hi:
+        return decided(True), mean, (low, high)
+    if high < lo or low > hi:
+        return decided(False, f"ratio CI {interval(low, high)} outside it"), mean, (low, high)
+    crossed = " and ".join(number(edge) for edge, out in ((lo, low < lo), (hi, high > hi)) if out)
+    return inconclusive(f"ratio CI {interval(low, high)} crosses {crossed}"), mean, (low, high)
+
+
+def trend_verdict(against: np.ndarray) -> Verdict:
+    """A trend's verdict from each run's count of moves against its direction (see the module's docstring)."""
+    moved = int((against > 0).sum())
+    if moved:
+        return decided(False, f"{moved} of {against.size} runs move against it")
+    return too_few_x(against.size, MIN_RUNS, "run") or decided(True)
