@@ -13,9 +13,10 @@ A block is rendered from the store of `jaxmem run sweeps/<family>/<sweep>.toml -
 DIR/<sweep>-<preset> (DIR: results/numbers) or, where that folder holds no store (a fresh clone), from the
 preset's shipped results, sweeps/<family>/data/<sweep>-<preset>/ (`jaxmem export`: Parquet files and a manifest,
 imported into a scratch store; see sweeps/README.md). The store's report is written again first (`jaxmem
-report`: the current report code), then read through jaxmem.report.headline: report.md's sections and verdicts
-and the report's CSVs. Every block starts with the preset and seeds it comes from and the command that
-regenerates it; a block with neither a store nor shipped results says so, with that command.
+report`: the current report code, with the sweep spec's `[report]` table as it is now), then read through
+jaxmem.report.headline: report.md's sections, verdicts.json and the report's CSVs. Every block starts with the
+preset and seeds it comes from and the command that regenerates it; a block with neither a store nor shipped
+results says so, with that command.
 
   --run       run (or resume) the preset of every selected block first, one at a time (`jaxmem run`: a
               finished store is left as it is)
@@ -61,10 +62,13 @@ Kinds (options key=value; lists comma-separated; quote a value with spaces):
   targets             a table of a paper's targets, one row per further line of the marker (`<!-- numbers: - -
                       targets`, then `target | claim | sweep preset [section ...] | size | why [| judgement]`):
                       the size run (the store's preset and seeds) and the verdict (the report's verdicts in the
-                      sections naming the target, or starting with the given section prefixes; a judgement the
-                      row states where the report has no check), from each row's store; a row whose third cell is
+                      sections naming the target, or starting with the given section prefixes, from verdicts.json;
+                      a judgement the row states is shown after them as "judged by hand", and a row without an
+                      automatic verdict says so in bold), from each row's store; a row whose third cell is
                       a test's path (tests/...) reads no store: its verdict is the judgement the test checks;
                       one whose third cell is `not built` reads none either: "not run here (not built)"
+  counts              (`<!-- numbers: - - counts -->`, docs/gallery.md) per paper (`## ` heading) its entries,
+                      those not run here and how many verdicts of each outcome the file's generated blocks state
 `where` may be given more than once (every condition must hold); its value may list alternatives, where=H=1|4.
 
 Tolerance (--check): a block agrees with its rendering when the text between their numbers is the same and each
@@ -638,6 +642,7 @@ def target_cells(block: Block, row: str) -> list[str]:
 
 
 NOT_BUILT = "not built"  # a targets row's third cell for a target no sweep or test measures
+NO_VERDICT = "**no automatic verdict**: the report has no check for this target"
 
 
 def row_store(block: Block, row: str) -> Block | None:
@@ -654,22 +659,16 @@ def row_store(block: Block, row: str) -> Block | None:
 
 def stores_of(block: Block) -> list[Block]:
     """The stores a block reads: its own, or a targets table's rows'."""
+    if block.kind == "counts":
+        return []
     if block.kind != "targets":
         return [block]
     return [store for store in (row_store(block, row) for row in block.rows) if store is not None]
 
 
-def short_check(check: str) -> str:
-    """A verdict line from its "Expected" on (the fitted numbers before it are quoted elsewhere), its group kept."""
-    start = check.find("Expected")
-    if start < 0:
-        return check
-    group = re.match(r"[\w.]+=[^:]*: ", check)
-    return (group.group(0) if group else "") + check[start:]
-
-
 def verdict_cell(store: Block, headline, target: str, judged: list[str]) -> str:
-    """The report's verdicts on `target` (shortened), and the row's judgement where it states one."""
+    """The report's verdicts on `target` (those of the sections naming it, or starting with the row's section
+    prefixes), then the row's own judgement, marked "judged by hand", where it states one."""
     if headline is None:
         return "not run here"
     sections = headline.verdicts["section"]
@@ -677,9 +676,9 @@ def verdict_cell(store: Block, headline, target: str, judged: list[str]) -> str:
         keep = sections.map(lambda name: any(name.startswith(prefix) for prefix in store.args)).astype(bool)
     else:
         keep = sections.str.contains(target, regex=False)
-    lines = [short_check(check) for check in headline.verdicts[keep]["check"]]
-    lines += [f"{j} (judged here: the report has no check for it)" for j in judged]
-    return "<br>".join(lines).replace("|", "\\|") or "the report states no verdict"
+    lines = list(headline.verdicts[keep]["check"]) or [NO_VERDICT]
+    lines += [f"judged by hand: {j}" for j in judged]
+    return "<br>".join(lines).replace("|", "\\|")
 
 
 def targets_kind(block: Block, headlines: dict) -> str:
@@ -878,11 +877,11 @@ def render(block: Block, headline) -> str:
 
 
 def rewritten(path: Path, headlines: dict, chosen) -> str:
-    """`path`'s text with every chosen block rendered again."""
+    """`path`'s text with every chosen block rendered again, then its counts blocks from the text."""
 
     def replace(match: re.Match) -> str:
         block = parse_block(path, match.group("what"))
-        if not chosen(block):
+        if block.kind == "counts" or not chosen(block):
             return match.group(0)
         if block.kind == "targets":
             body = targets_kind(block, headlines)
@@ -890,7 +889,35 @@ def rewritten(path: Path, headlines: dict, chosen) -> str:
             body = render(block, headlines[(block.sweep, block.preset)])
         return f"{match.group(1)}{body}\n{match.group(4)}"
 
-    return BLOCK.sub(replace, path.read_text())
+    text = BLOCK.sub(replace, path.read_text())
+    counted = counts_table(text)
+    return BLOCK.sub(
+        lambda m: (
+            f"{m.group(1)}{counted}\n{m.group(4)}"
+            if parse_block(path, m.group("what")).kind == "counts"
+            else m.group(0)
+        ),
+        text,
+    )
+
+
+OUTCOMES = ("PASS", "FAIL", "INCONCLUSIVE", "not testable here")
+STATED = re.compile(r"\*\*(" + "|".join(OUTCOMES) + r")\*\*")
+
+
+def counts_table(text: str) -> str:
+    """The counts block (`<!-- numbers: - - counts -->`): per paper (a `## ` heading), its entries (`### `),
+    those not run here, and the verdicts of each outcome its generated blocks state."""
+    rows = []
+    for part in re.split(r"^## ", text, flags=re.M)[1:]:
+        title, body = part.split("\n", 1)
+        generated = "".join(m.group("body") for m in BLOCK.finditer(body))
+        found = [m.group(1) for m in STATED.finditer(generated)]
+        entries = len(re.findall(r"^### ", body, flags=re.M))
+        not_run = generated.count("*Not run here")
+        rows.append([title.split(",")[0], entries, not_run, *(found.count(o) for o in OUTCOMES)])
+    rows.append(["all", *(sum(r[i] for r in rows) for i in range(1, len(rows[0])))] if rows else [])
+    return table(["paper", "entries", "not run here", *OUTCOMES], [r for r in rows if r])
 
 
 def documents(family: str | None) -> list[Path]:

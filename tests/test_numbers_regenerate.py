@@ -3,6 +3,7 @@
 the README's."""
 
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -44,23 +45,43 @@ def script():
     return module
 
 
-def test_every_verdict_of_a_report_is_found_with_its_section():
-    sections = sections_of(REPORT)
-    assert list(sections) == ["Fitted slope", "Relations", "Relations / y against x"]
-    found = verdicts_of(sections)
+SLOPE = {
+    "section": "Fitted slope",
+    "claim": "Expected slope in [0.85, 1.15]",
+    "measured": 0.9,
+    "interval": [0.8, 1.0],
+    "outcome": "INCONCLUSIVE",
+    "reason": "slope CI [0.8, 1] crosses 0.85",
+}
+
+
+def verdicts_in(folder: Path, *entries: dict) -> pd.DataFrame:
+    """verdicts.json holding `entries` written into `folder`, read back as a headline's verdicts."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "verdicts.json").write_text(json.dumps({"verdicts": list(entries)}))
+    return verdicts_of(folder)
+
+
+def test_every_verdict_is_read_from_verdicts_json_with_its_section_diagnostics_left_out(tmp_path):
+    rank = {"section": "Relations / y against x", "claim": "ρ ≥ 0.8", "measured": 0.95, "outcome": "PASS"}
+    diagnostic = {**rank, "section": "Linear fits", "outcome": "INCONCLUSIVE", "diagnostic": True}
+    floor = {"section": "Heatmap / Floor", "claim": "cells below the floor fail", "outcome": "not testable here"}
+    found = verdicts_in(tmp_path, SLOPE, rank, diagnostic, {**floor, "reason": "one x"})
     assert found.to_dict("records") == [
         {
             "section": "Fitted slope",
-            "check": "Expected slope in [0.85, 1.15]: **INCONCLUSIVE** (slope CI [0.8, 1] crosses 0.85)",
+            "check": "Expected slope in [0.85, 1.15]: measured 0.9 (95 % CI [0.8, 1]): **INCONCLUSIVE** "
+            "(slope CI [0.8, 1] crosses 0.85)",
             "outcomes": "INCONCLUSIVE",
         },
+        {"section": "Relations / y against x", "check": "ρ ≥ 0.8: measured 0.95: **PASS**", "outcomes": "PASS"},
         {
-            "section": "Relations / y against x",
-            "check": "ρ ≥ 0.8: **PASS**; medians non-increasing in x: **FAIL** (a step up at x = 3)",
-            "outcomes": "PASS, FAIL",
+            "section": "Heatmap / Floor",
+            "check": "cells below the floor fail: **not testable here** (one x)",
+            "outcomes": "not testable here",
         },
-        {"section": "Relations / y against x", "check": "check: ρ; verdict: **PASS**", "outcomes": "PASS"},
     ]
+    assert verdicts_of(tmp_path / "none").empty  # a report without verdicts.json states none
 
 
 def test_blocks_are_rendered_from_their_store_or_say_how_to_make_it(tmp_path):
@@ -71,13 +92,14 @@ def test_blocks_are_rendered_from_their_store_or_say_how_to_make_it(tmp_path):
         '<!-- numbers: e2_sample_complexity quick section "Fitted slope" -->\n<!-- /numbers -->\nProse 2.\n'
     )
     sections = sections_of(REPORT)
-    stored = Headline(tmp_path, "e1_phase1_bias", "quick", "", (0, 1, 2), ("d",), sections, verdicts_of(sections), "")
+    verdicts = verdicts_in(tmp_path, SLOPE)
+    stored = Headline(tmp_path, "e1_phase1_bias", "quick", "", (0, 1, 2), ("d",), sections, verdicts, "")
     headlines = {("e1_phase1_bias", "quick"): stored, ("e2_sample_complexity", "quick"): None}
     text = numbers.rewritten(readme, headlines, lambda block: True)
     command = "`python sweeps/readme_numbers.py --run --sweeps e1_phase1_bias`"
     assert "stale" not in text and text.startswith("Prose 1.") and text.endswith("<!-- /numbers -->\nProse 2.\n")
     assert f"*`quick` preset, seeds 0–2; regenerate: {command}*" in text
-    assert "| Fitted slope | Expected slope in [0.85, 1.15]: **INCONCLUSIVE** (slope CI [0.8, 1] crosses" in text
+    assert "| Fitted slope | Expected slope in [0.85, 1.15]: measured 0.9 (95 % CI [0.8, 1]): **INCONCLUSIVE**" in text
     assert "*Not run here: the `quick` preset of `e2_sample_complexity`" in text
     readme.write_text(text)
     assert numbers.rewritten(readme, headlines, lambda block: True) == text  # rendering is a fixed point
@@ -91,7 +113,7 @@ def test_a_quoted_section_keeps_a_repeated_measurement_only_when_asked(tmp_path)
     rows = ["| runs of | relation learned [step] | converged [step] |", "|---|---|---|", "| a | 1691 | 4985 |"]
     body = "\n".join([*rows, "| b | 1691 | 4984 |"])
     sections = {"Crossing times": body}
-    stored = Headline(tmp_path, "s", "quick", "", (0,), (), sections, verdicts_of(sections), "")
+    stored = Headline(tmp_path, "s", "quick", "", (0,), (), sections, verdicts_of(tmp_path), "")
     quoted = {
         flag: numbers.section_kind(numbers.parse_block(tmp_path, f's quick section "Crossing times"{flag}'), stored)
         for flag in ("", " all_columns=true")
@@ -101,8 +123,8 @@ def test_a_quoted_section_keeps_a_repeated_measurement_only_when_asked(tmp_path)
 
 
 def test_a_targets_table_reads_each_row_from_its_own_store(tmp_path):
-    """Rows name their stores: verdicts of the sections naming the target (or the given prefixes), shortened
-    from "Expected" on; a missing store says so; a row's own judgement is marked as such."""
+    """Rows name their stores: verdicts of the sections naming the target (or the given prefixes); a missing
+    store says so; a row's own judgement follows them, marked "judged by hand"."""
     numbers = script()
     readme = tmp_path / "README.md"
     rows = [
@@ -111,23 +133,18 @@ def test_a_targets_table_reads_each_row_from_its_own_store(tmp_path):
         "Ry | y rises | e2_sample_complexity quick | d = 4 | why y",
     ]
     readme.write_text("<!-- numbers: - - targets\n" + "\n".join(rows) + "\n-->\nstale\n<!-- /numbers -->\n")
-    sections = {
-        "Relations / Rx: y against x": "- a = 1, R² = 0.5. Expected: ρ ≤ −0.8: **FAIL** (ρ = 0.2)",
-        **sections_of(REPORT),
-    }
-    stored = Headline(tmp_path, "e1_phase1_bias", "quick", "", (0, 1), (), sections, verdicts_of(sections), "")
+    rx = {"section": "Relations / Rx: y against x", "claim": "ρ ≤ −0.8", "outcome": "FAIL", "reason": "ρ = 0.2"}
+    stored = Headline(tmp_path, "e1_phase1_bias", "quick", "", (0, 1), (), {}, verdicts_in(tmp_path, rx, SLOPE), "")
     headlines = {("e1_phase1_bias", "quick"): stored, ("e2_sample_complexity", "quick"): None}
     text = numbers.rewritten(readme, headlines, lambda block: True)
     assert (
-        "| Rx | y falls | `e1_phase1_bias` `quick`, seeds 0, 1: d = 8 "
-        "| Expected: ρ ≤ −0.8: **FAIL** (ρ = 0.2) | why x |"
-        in text
+        "| Rx | y falls | `e1_phase1_bias` `quick`, seeds 0, 1: d = 8 | ρ ≤ −0.8: **FAIL** (ρ = 0.2) | why x |" in text
     )
     assert (
-        "| Rz | y fits | `e1_phase1_bias` `quick`, seeds 0, 1: d = 8 | Expected slope in [0.85, 1.15]: **INCONCLUSIVE**"
+        "| Rz | y fits | `e1_phase1_bias` `quick`, seeds 0, 1: d = 8 | Expected slope in [0.85, 1.15]: measured 0.9"
         in text
     )
-    assert "<br>not met (judged here: the report has no check for it) | why z |" in text
+    assert "crosses 0.85)<br>judged by hand: not met | why z |" in text
     assert "| Ry | y rises | `e2_sample_complexity` `quick` (not run here): d = 4 | not run here | why y |" in text
     assert "stale" not in text
     block = numbers.blocks_of(readme)[0]
@@ -142,7 +159,7 @@ def test_a_final_block_reads_the_test_time_table_with_its_untrained_columns(tmp_
     rows = ["run_id,seed,l_ts,cot_error,untrained_cot_error"]
     rows += [f"r{s},{s},{n},{e / n},{u}" for s, e, u in ((0, 0.1, 0.7), (1, 0.3, 0.9)) for n in (1, 10)]
     (tmp_path / "final_eval.csv").write_text("\n".join(rows) + "\n")
-    stored = Headline(tmp_path, "s", "quick", "", (0, 1), ("l_ts",), {}, verdicts_of({}), "")
+    stored = Headline(tmp_path, "s", "quick", "", (0, 1), ("l_ts",), {}, verdicts_of(tmp_path), "")
     marker = "s quick final metrics=cot_error,untrained_cot_error by=l_ts table=final_eval"
     assert numbers.final_kind(numbers.parse_block(tmp_path, marker), stored).splitlines()[2:] == [
         "| 1 | 2 | 0.2 (0.1–0.3) | 0.8 (0.7–0.9) |",
@@ -175,14 +192,15 @@ def test_a_targets_row_not_built_reads_no_store(tmp_path):
 
 
 def test_a_targets_row_with_section_prefixes_on_a_report_without_verdicts(tmp_path):
-    """A row naming section prefixes of a store whose report states no verdict says so (no KeyError)."""
+    """A row naming section prefixes of a store whose report states no verdict says so in bold, its own
+    judgement beside (no KeyError)."""
     numbers = script()
     readme = tmp_path / "README.md"
     row = "Rs | y | s quick 'Test-time axes' | d = 8 | why s | met"
     readme.write_text(f"<!-- numbers: - - targets\n{row}\n-->\n<!-- /numbers -->\n")
-    stored = Headline(tmp_path, "s", "quick", "", (0,), (), {}, verdicts_of({}), "")
+    stored = Headline(tmp_path, "s", "quick", "", (0,), (), {}, verdicts_of(tmp_path), "")
     text = numbers.rewritten(readme, {("s", "quick"): stored}, lambda block: True)
-    assert "| met (judged here: the report has no check for it) | why s |" in text
+    assert f"| {numbers.NO_VERDICT}<br>judged by hand: met | why s |" in text
 
 
 def test_a_final_block_with_stat_mean_gives_the_fraction_of_runs_of_a_yes_no_metric(tmp_path):
@@ -191,7 +209,7 @@ def test_a_final_block_with_stat_mean_gives_the_fraction_of_runs_of_a_yes_no_met
     numbers = script()
     rows = ["run_id,seed,model,final_top"] + [f"r{i},{int(i > 2)},gt,{int(i != 1)}" for i in range(4)]
     (tmp_path / "runs.csv").write_text("\n".join(rows) + "\n")
-    stored = Headline(tmp_path, "s", "quick", "", (0, 1), ("model",), {}, verdicts_of({}), "")
+    stored = Headline(tmp_path, "s", "quick", "", (0, 1), ("model",), {}, verdicts_of(tmp_path), "")
     block = numbers.parse_block(tmp_path, "s quick final metrics=top by=model stat=mean")
     assert numbers.final_kind(block, stored).splitlines() == [
         "| model | seeds | runs | top (mean) |",
@@ -219,3 +237,24 @@ def test_a_yes_no_metric_spreads_as_numbers():
 def test_a_quoted_heading_with_an_equals_sign_is_an_argument():
     block = script().parse_block(Path("README.md"), 's quick section "Relations / R4.7: case = 1" where=H=1|4')
     assert block.args == ("Relations / R4.7: case = 1",) and block.options == (("where", "H=1|4"),)
+
+
+def test_the_gallery_counts_each_papers_entries_and_verdicts_from_its_generated_blocks(tmp_path):
+    """Counts read the generated blocks only (a verdict quoted in prose is not counted); a paper's entry not run
+    here is counted apart."""
+    numbers = script()
+    gallery = tmp_path / "gallery.md"
+    entry = "### {0}\n\n**PASS** in prose.\n\n<!-- numbers: {0} quick gallery -->\n{1}\n<!-- /numbers -->\n\n"
+    gallery.write_text(
+        "# Gallery\n\n<!-- numbers: - - counts -->\n<!-- /numbers -->\n\n## Paper A, 2024\n\n"
+        + entry.format("a1", "- x: **PASS**\n- y: **FAIL** (why)")
+        + entry.format("a2", "- z: **not testable here** (one x)")
+        + "## Paper B\n\n"
+        + entry.format("b1", "*Not run here: the `quick` preset of `b1`.*")
+    )
+    text = numbers.rewritten(gallery, {}, lambda block: False)
+    assert "| paper | entries | not run here | PASS | FAIL | INCONCLUSIVE | not testable here |" in text
+    assert (
+        "| Paper A | 2 | 0 | 1 | 1 | 0 | 1 |\n| Paper B | 1 | 1 | 0 | 0 | 0 | 0 |\n| all | 3 | 1 | 1 | 1 | 0 | 1 |"
+        in text
+    )

@@ -102,6 +102,8 @@ def test_a_heatmap_over_one_x_is_not_testable_and_over_two_inconclusive():
     assert all("**not testable here** (" in line for line in one) and any("(a single x value)" in line for line in one)
     two = heatmap_checks({(d, k): 0.4 if d == 8 else 0.5 for d in (4, 8) for k in (1, 2, 4)})
     assert [line.split(": ")[-1] for line in two] == ["**INCONCLUSIVE** (2 distinct x values)"] * 3
+    boundaries = heatmap_checks({(d, k): 0.4 if d < 16 and k >= 2 else 0.5 for d in (4, 8, 16) for k in (1, 2, 4)})
+    assert "**INCONCLUSIVE** (2 x values with a boundary)" in boundaries[-1]
     three = heatmap_checks({(d, k): 0.4 if k >= 64 / d else 0.5 for d in (4, 8, 16, 32) for k in (1, 2, 4, 8)})
     assert [line.split(": ")[-1].split(" (")[0] for line in three] == ["**PASS**"] * 3
 

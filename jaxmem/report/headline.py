@@ -1,8 +1,8 @@
 """A written report's headline as data, for text generated from it (sweeps/readme_numbers.py: the READMEs' numbers
 and docs/gallery.md): which sweep and preset it is of and over which seeds, report.md's sections, and every
 verdict report.md states with its section. Read from the files `jaxmem report` wrote, never recomputed: a
-verdict is a line that jaxmem.report.partial.VERDICT marks, the pattern that flags verdicts on a partial
-sweep, so every section that states one is covered."""
+verdict is an entry of verdicts.json (jaxmem.report.verdicts: the one machine-readable form every verdict of
+report.md is written in), diagnostics left out: one claim, one verdict."""
 
 from __future__ import annotations
 
@@ -14,11 +14,9 @@ from pathlib import Path
 import pandas as pd
 
 from jaxmem.persistence.store import load_results
-from jaxmem.report.partial import ON_PARTIAL, VERDICT
-from jaxmem.report.text import row_cells
+from jaxmem.report.text import number
 
 HEADING = re.compile(r"^(#{2,4}) (.+?)\s*(\(partial: .*\))?$")
-OUTCOME = re.compile(r"\*\*(.+?)\*\*")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,36 +60,30 @@ def sections_of(text: str) -> dict[str, str]:
     return {name: "\n".join(body).strip("\n") for name, body in sections.items()}
 
 
-def table_rows(body: str) -> list[tuple[list[str], list[str]]]:
-    """(header cells, row cells) of every row of every markdown table in `body`."""
-    rows, header = [], None
-    for line in body.splitlines():
-        if not line.startswith("|"):
-            header = None
-            continue
-        cells = row_cells(line)
-        if header is None:
-            header = cells
-        elif not all(set(c) <= set("-: ") for c in cells):
-            rows.append((header, cells))
-    return rows
+def check_text(entry: dict) -> str:
+    """One verdicts.json entry as a line: the claim, the measured value with its 95 % interval where there is
+    one, the verdict in bold and its reason, e.g. "b in [0, inf]: measured 0.47 (95 % CI [0.44, 0.51]): **PASS**"."""
+    measured = entry.get("measured")
+    shown = ""
+    if measured is not None:
+        low, high = entry.get("interval") or (None, None)
+        shown = f": measured {number(measured)}" + (
+            f" (95 % CI [{number(low)}, {number(high)}])" if low is not None and high is not None else ""
+        )
+    reason = f" ({entry['reason']})" if entry.get("reason") else ""
+    return f"{entry['claim']}{shown}: **{entry['outcome']}**{reason}"
 
 
-def check_text(line: str) -> str:
-    """A verdict's line without list markup and the partial-sweep note."""
-    return line.strip().removeprefix("- ").replace(f" {ON_PARTIAL}", "").strip()
-
-
-def verdicts_of(sections: dict[str, str]) -> pd.DataFrame:
-    """One row per line (or table row) holding a verdict: section, check (the line; a table row as
-    "header: cell" pairs), outcomes (e.g. "PASS", "PASS, FAIL" where a line states two)."""
-    rows = []
-    for name, body in sections.items():
-        lines = [line for line in body.splitlines() if not line.startswith("|") and VERDICT.search(line)]
-        lines += ["; ".join(f"{h}: {c}" for h, c in zip(header, cells)) for header, cells in table_rows(body)]
-        for line in filter(VERDICT.search, lines):
-            outcomes = [OUTCOME.search(m.group(0)).group(1) for m in VERDICT.finditer(line)]
-            rows.append({"section": name, "check": check_text(line), "outcomes": ", ".join(outcomes)})
+def verdicts_of(folder: Path) -> pd.DataFrame:
+    """One row per verdict of verdicts.json that is no diagnostic: section (report.md's heading path), check
+    (check_text) and outcome."""
+    path = folder / "verdicts.json"
+    entries = json.loads(path.read_text())["verdicts"] if path.exists() else []
+    rows = [
+        {"section": e["section"], "check": check_text(e), "outcomes": e["outcome"]}
+        for e in entries
+        if not e.get("diagnostic")
+    ]
     return pd.DataFrame(rows, columns=["section", "check", "outcomes"])
 
 
@@ -112,6 +104,6 @@ def headline(folder: str | Path) -> Headline:
         seeds=tuple(sorted(int(s) for s in runs["seed"].unique())),
         fields=tuple(dict.fromkeys(k for c in runs["config"] for k in json.loads(c))),
         sections=sections,
-        verdicts=verdicts_of(sections),
+        verdicts=verdicts_of(folder),
         partial=first if first.startswith("partial:") else "",
     )

@@ -141,9 +141,10 @@ def flat(name: str, verdict: Verdict | None) -> dict:
     return {f"{name}_verdict": verdict.outcome if verdict else "", f"{name}_reason": verdict.reason if verdict else ""}
 
 
-def too_few_x(n_x: int, needed: int = MIN_X, noun: str = "distinct x value") -> Verdict | None:
-    """INCONCLUSIVE with fewer than `needed` distinct x values (or other `noun`s); None otherwise."""
-    return inconclusive(f"{n_x} {noun}{'' if n_x == 1 else 's'}") if n_x < needed else None
+def too_few_x(n_x: int, needed: int = MIN_X, noun: str = "distinct x value", nouns: str = "") -> Verdict | None:
+    """INCONCLUSIVE with fewer than `needed` distinct x values (or other `noun`s, `nouns` in the plural when it
+    is not noun + "s"); None otherwise."""
+    return inconclusive(f"{n_x} {noun if n_x == 1 else nouns or noun + 's'}") if n_x < needed else None
 
 
 def t_interval(estimate: float, se: float, dof: int) -> tuple[float, float]:

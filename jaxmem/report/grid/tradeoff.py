@@ -100,7 +100,7 @@ def boundary_verdicts(cells: pd.DataFrame, rows: list[dict], mono: dict) -> tupl
     if unknown is not None:
         return unknown, unknown
     found = sum(r["y"] is not None for r in rows)
-    few = too_few_x(found, noun="x value with a boundary")
+    few = too_few_x(found, noun="x value with a boundary", nouns="x values with a boundary")
     steps = len(mono["violations"])
     rises = decided(False, f"{steps} rise{'' if steps == 1 else 's'}") if steps else few or decided(True)
     return rises, few or decided(mono["tradeoff"], "" if mono["tradeoff"] else "it never falls")
