@@ -270,3 +270,31 @@ def test_keys_and_names_are_checked():
     assert problems_of({"x": "alpha", "y": "capacity / steps_run"}, search) == [
         "report.relation[0].y: a search's capacity cannot be mixed with a run's quantities, got 'capacity / steps_run'"
     ]
+
+
+def test_expect_level_judges_the_mean_over_the_rows_by_its_interval():
+    """final_test_loss over 12 runs: (α − 0.32)² + 0.001·seed, mean 0.0148. A band holding its 95 % interval
+    PASSes, one beside it FAILs, one through it is INCONCLUSIVE, two rows (where α = 0.5, seeds 0–1) too."""
+    runs = runs_frame()
+    values = runs["final_test_loss"].to_numpy()
+    half = stats.t.ppf(0.975, values.size - 1) * values.std(ddof=1) / math.sqrt(values.size)
+    found = {}
+    for name, band in {"inside": [0, 0.05], "outside": [0.05, math.inf], "across": [0.015, 1]}.items():
+        (rel,) = relation({"x": "alpha", "y": "final_test_loss", "fit": "none", "expect_level": band})
+        (fit,) = summarise(rel, relation_rows(rel, runs, pd.DataFrame()))[1]
+        found[name] = fit["level_verdict"].outcome
+    assert found == {"inside": PASS, "outside": FAIL, "across": INCONCLUSIVE}
+    assert (fit["level"], fit["level_lo"], fit["level_hi"]) == pytest.approx(
+        (values.mean(), values.mean() - half, values.mean() + half)
+    )
+    (two,) = relation(
+        {
+            "x": "alpha",
+            "y": "final_test_loss",
+            "fit": "none",
+            "expect_level": [0, 1],
+            "where": {"alpha": 0.5, "seed": [0, 1]},
+        }
+    )
+    (fit,) = summarise(two, relation_rows(two, runs, pd.DataFrame()))[1]
+    assert (fit["level_verdict"].outcome, fit["level_verdict"].reason) == (INCONCLUSIVE, "2 rows")

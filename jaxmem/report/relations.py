@@ -4,8 +4,10 @@ min–max of y. Then a fit over the finite medians, Spearman ρ over every row, 
 lies, and the verdicts of the expectations the relation states (jaxmem.report.verdicts: PASS, FAIL or
 INCONCLUSIVE). Writes relations.csv, relation_fits.csv and relations.png, and returns report.md's section.
 
-Every check needs 3 or more x values with a median. The slope is judged by its 95 % interval, the R² of
-a law against the same law with a free exponent (jaxmem.report.verdicts). The shape checks judge the
+Every check along x needs 3 or more x values with a median; `expect_level` judges the mean of y over a
+group's rows (3 or more finite values) by its 95 % t-interval against [lo, hi] (verdicts.mean_in_band).
+The slope is judged by its 95 % interval, the R² of a law against the same law with a free exponent
+(jaxmem.report.verdicts). The shape checks judge the
 medians beyond the seed spread, which is each x's 25–75 % range (every x then needs 2 or more values):
 - `minimum = "interior"` PASSes when the smallest median lies inside the x range and on each side of it
   some x has its 25–75 % range wholly above the minimum's; FAILs when the smallest median lies at an
@@ -40,7 +42,19 @@ from jaxmem.report.expressions import row_values
 from jaxmem.report.files import write_csv
 from jaxmem.report.relations_plot import plot_relations
 from jaxmem.report.text import group_labels, markdown_table, mean_std, number
-from jaxmem.report.verdicts import Claim, Verdict, decided, flat, inconclusive, slope_text, stated, too_few_x
+from jaxmem.report.verdicts import (
+    Claim,
+    Verdict,
+    confidence,
+    decided,
+    flat,
+    inconclusive,
+    mean_in_band,
+    not_testable,
+    slope_text,
+    stated,
+    too_few_x,
+)
 from jaxmem.spec.report_relations import Relation
 from jaxmem.spec.tables import names_of
 
@@ -234,6 +248,15 @@ def verdicts(relation: Relation, fit: dict, x: np.ndarray, y: np.ndarray, rho: f
     return out
 
 
+def level(relation: Relation, rows: pd.DataFrame) -> dict:
+    """The mean of a group's finite y and its verdict against `expect_level` (jaxmem.report.verdicts.mean_in_band):
+    level, level_lo, level_hi, level_verdict; {} without the expectation."""
+    if relation.expect_level is None:
+        return {}
+    verdict, mean, (low, high) = mean_in_band(rows["y"].to_numpy(float), relation.expect_level, "row")
+    return {"level": mean, "level_lo": low, "level_hi": high, "level_verdict": verdict or not_testable("no value")}
+
+
 def summarise(relation: Relation, rows: pd.DataFrame) -> tuple[pd.DataFrame, list[dict]]:
     """The per-x table and, per group, the fit, ρ, where the smallest median lies and the verdicts."""
     table = per_x(rows, relation.missing)
@@ -249,6 +272,7 @@ def summarise(relation: Relation, rows: pd.DataFrame) -> tuple[pd.DataFrame, lis
                 "spearman": rho,
                 "interior_minimum": smallest_inside(medians),
                 **verdicts(relation, fit, x, y, rho, medians),
+                **level(relation, rows[rows["group"] == group]),
             }
         )
     return table, fits
@@ -269,6 +293,13 @@ def expectations(relation: Relation, result: dict) -> str:
         check = f"ρ {side}{number(relation.min_rank)}"
         claim = Claim(section, subject + check, result["rank_verdict"], result["spearman"], None, band)
         parts.append(f"{check}: {stated(claim)}")
+    if result.get("level_verdict") is not None:
+        lo, hi = relation.expect_level
+        check = f"mean {relation.y_label} in [{number(lo)}, {number(hi)}]"
+        interval = (result["level_lo"], result["level_hi"])
+        claim = Claim(section, subject + check, result["level_verdict"], result["level"], interval, (lo, hi))
+        measured = f"{number(result['level'])}{confidence(*interval)}"
+        parts.append(f"{check}: mean {measured}: {stated(claim)}")
     for check, key in ((f"medians {relation.monotone} in x", "monotone"), ("interior minimum", "minimum")):
         if result[f"{key}_verdict"] is not None:
             parts.append(f"{check}: {stated(Claim(section, subject + check, result[f'{key}_verdict']))}")

@@ -155,6 +155,31 @@ def t_interval(estimate: float, se: float, dof: int) -> tuple[float, float]:
     return estimate - half, estimate + half
 
 
+def mean_in_band(
+    values, band: tuple[float, float], noun: str = "value"
+) -> tuple[Verdict | None, float, tuple[float, float]]:
+    """(verdict, mean, its 95 % t-interval) of a level claimed to lie in [lo, hi] (an infinite end open), over
+    the finite `values` (runs: the seeds' spread decides): PASS when the interval lies inside the band, FAIL
+    when wholly outside it, INCONCLUSIVE across an edge or with fewer than MIN_X values; None without values."""
+    values = np.asarray(values, float)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return None, math.nan, (math.nan, math.nan)
+    mean = float(values.mean())
+    se = float(values.std(ddof=1) / math.sqrt(values.size)) if values.size > 1 else math.nan
+    low, high = t_interval(mean, se, values.size - 1)
+    few = too_few_x(values.size, MIN_X, noun)
+    if few is not None:
+        return few, mean, (low, high)
+    lo, hi = band
+    if lo <= low and high <= hi:
+        return decided(True), mean, (low, high)
+    if high < lo or low > hi:
+        return decided(False, f"mean's CI {interval(low, high)} outside it"), mean, (low, high)
+    crossed = " and ".join(number(edge) for edge, out in ((lo, low < lo), (hi, high > hi)) if out)
+    return inconclusive(f"mean's CI {interval(low, high)} crosses {crossed}"), mean, (low, high)
+
+
 def interval(lo: float, hi: float) -> str:
     """e.g. "[1.25, 3.4]"."""
     return f"[{number(lo)}, {number(hi)}]"

@@ -8,6 +8,9 @@
     where = { model = "gt" }      # only the rows with these config values (a value or a list of values)
     expect_slope = [0.5, 2]       # b's 95 % interval lies inside [lo, hi] (inf / -inf for an open end:
                                   # [0, inf] for "increasing"); FAIL wholly outside, else INCONCLUSIVE
+    expect_level = [0.9, inf]     # the mean of y over the group's rows: its 95 % t-interval over them (3 or
+                                  # more finite values) inside [lo, hi] PASSes, wholly outside FAILs, else
+                                  # INCONCLUSIVE: a level the claim states (e.g. attention mass ≥ 0.9)
     min_r2 = 0.9                  # and R² at least this, the law told apart from the same law with a
                                   # free exponent (y = a + b·x^p, p = 0 and 2 must fit worse)
     rank = "increasing"           # Spearman ρ(x, y) over every run must have this sign ...
@@ -80,6 +83,7 @@ class Relation:
     x: Formula = key("an expression of the config, lr, seed and final_<metric>", uses=FINALS)
     y: Formula = key("an expression of a run's columns, or of 'capacity' (a search's answer)", uses=QUANTITIES)
     expect_slope: Bounds | None = key("[lo, hi]: b's 95 % interval inside PASSes ([0, inf]: b > 0)", None)
+    expect_level: Bounds | None = key("[lo, hi]: the 95 % interval of y's mean over the rows inside PASSes", None)
     min_rank: Fraction = key("and |ρ| at least this", 0.8, json_schema_extra={"minimum": 0, "maximum": 1})
     group_by: Names = key("one line, fit and rank test per combination", (), names=RUN)
     where: Where = key("only the rows with these config values (a value or a list of values)", (), names=RUN)

@@ -15,8 +15,9 @@ tol·|value| (float round-off is not a violation), and the metric's last value.
 A rate or trend with `where` is measured on the runs with those config values only. Verdicts, per (rate or
 trend, panel, series), under jaxmem.report.verdicts' rule:
 - rate: the mean of the runs' fitted / predicted ratios and its 95 % t-interval over the runs (n − 1 degrees of
-  freedom); PASS when the interval lies within [1 − tolerance, 1 + tolerance], FAIL when wholly outside it,
-  INCONCLUSIVE when it crosses an edge or with fewer than 3 runs (MIN_RUNS); no verdict without a prediction;
+  freedom, jaxmem.report.verdicts.mean_in_band); PASS when the interval lies within [1 − tolerance,
+  1 + tolerance], FAIL when wholly outside it, INCONCLUSIVE when it crosses an edge or with fewer than 3 runs;
+  no verdict without a prediction;
 - trend: FAIL when some run moves against the direction (a counterexample decides), PASS when none does over
   3 or more runs, INCONCLUSIVE with fewer.
 """
@@ -31,11 +32,10 @@ import pandas as pd
 from jaxmem.report.trajectory.data import names_of
 from jaxmem.report.trajectory.escape import fit_line
 from jaxmem.spec.expr import ExpressionError, evaluate
-from jaxmem.report.text import number
-from jaxmem.report.verdicts import Verdict, decided, inconclusive, interval, t_interval, too_few_x
+from jaxmem.report.verdicts import MIN_X, Verdict, decided, mean_in_band, too_few_x
 from jaxmem.spec.report_tables import Rate, TrajectorySpec, Trend
 
-MIN_RUNS = 3  # runs a rate's or a trend's verdict needs
+MIN_RUNS = MIN_X  # runs a rate's or a trend's verdict needs
 
 RATES_CSV = "rates.csv"
 
@@ -115,22 +115,7 @@ def kept(where: tuple, run: dict) -> bool:
 def rate_verdict(ratios: np.ndarray, tolerance: float) -> tuple[Verdict | None, float, tuple[float, float]]:
     """(verdict, mean ratio, its 95 % interval) of one group's fitted / predicted ratios (see the module's
     docstring); verdict None where no run has a prediction."""
-    ratios = ratios[np.isfinite(ratios)]
-    if ratios.size == 0:
-        return None, math.nan, (math.nan, math.nan)
-    mean = float(ratios.mean())
-    se = float(ratios.std(ddof=1) / math.sqrt(ratios.size)) if ratios.size > 1 else math.nan
-    low, high = t_interval(mean, se, ratios.size - 1)
-    few = too_few_x(ratios.size, MIN_RUNS, "run")
-    if few is not None:
-        return few, mean, (low, high)
-    lo, hi = 1 - tolerance, 1 + tolerance
-    if lo <= low and high <= hi:
-        return decided(True), mean, (low, high)
-    if high < lo or low > hi:
-        return decided(False, f"ratio CI {interval(low, high)} outside it"), mean, (low, high)
-    crossed = " and ".join(number(edge) for edge, out in ((lo, low < lo), (hi, high > hi)) if out)
-    return inconclusive(f"ratio CI {interval(low, high)} crosses {crossed}"), mean, (low, high)
+    return mean_in_band(ratios, (1 - tolerance, 1 + tolerance), "run")
 
 
 def trend_verdict(against: np.ndarray) -> Verdict:
