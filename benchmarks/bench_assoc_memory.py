@@ -23,6 +23,7 @@ import baselines as B  # noqa: E402
 import common as C  # noqa: E402
 
 import jaxmem.driver.sweep as driver  # noqa: E402
+from jaxmem.driver.compiles import Programs  # noqa: E402
 from jaxmem.engine.executor import BucketRunner  # noqa: E402
 from jaxmem.experiments.registry import get as get_experiment  # noqa: E402
 from jaxmem.persistence.store import Store  # noqa: E402
@@ -37,7 +38,7 @@ RESULTS = Path(__file__).resolve().parent / "RESULTS_assoc_memory.md"
 # -- (a) with light instrumentation of the engine's host side (wrappers only; nothing is changed) --------
 SETUP = "runner setup (compile included)"
 HOST_PARTS = (
-    (driver.Sweep, "_new_runner", SETUP),
+    (Programs, "new_runner", SETUP),
     (BucketRunner, "step", "segments (program + device_get + slot bookkeeping)"),
     (BucketRunner, "checkpoint", "checkpoints (orbax save, waits for the previous one)"),
     (BucketRunner, "close", "closing runners (final checkpoint waits, cleanup)"),

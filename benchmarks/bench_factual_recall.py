@@ -42,7 +42,7 @@ from common import cold_compiles, cpu_busy, host_memory, log, machine, run_engin
 from jaxmem.experiments.nichani24 import facts as task  # noqa: E402
 from jaxmem.experiments.nichani24 import factual_recall as fr  # noqa: E402
 from jaxmem.experiments.registry import get as get_experiment  # noqa: E402
-from jaxmem.driver.sweep import settings_of  # noqa: E402
+from jaxmem.driver.settings import settings_of  # noqa: E402
 from jaxmem.engine.program import batch_key  # noqa: E402
 from jaxmem.plan.runs import run_key  # noqa: E402
 from jaxmem.spec.sweep import load  # noqa: E402

@@ -150,9 +150,12 @@ SMALL = ("grid.d=[8,11]", "train.steps=256", "train.eval_every=16")
 SMOKE = Mode(
     name="smoke",
     peaks=gc.SMOKE,
-    buckets=_buckets({"d": 8, "N": 32, "sets": ("grid.d=[8]",)},
-                     {"point": {"d": 8, "m_over_d": 2}, "N": 128, "sets": ("grid.d=[8]", "grid.m_over_d=[2]")}, 64,
-                     eval_every=16),
+    buckets=_buckets(
+        {"d": 8, "N": 32, "sets": ("grid.d=[8]",)},
+        {"point": {"d": 8, "m_over_d": 2}, "N": 128, "sets": ("grid.d=[8]", "grid.m_over_d=[2]")},
+        64,
+        eval_every=16,
+    ),
     sweeps=(SweepCase("quick", LINEAR, "quick", SMALL), SweepCase("paper-d128", LINEAR, "paper", SMALL)),
     order=(*ORDER, "bucket/fig1_mlp-N64", *LAST),
     segment_s=0.2,
@@ -190,7 +193,8 @@ def bucket_case(case: BucketCase, mode: Mode) -> dict:
     """The planner's bucket and slots for the case's point on this device, timed (or why it ran out of memory)."""
     import jax
 
-    from jaxmem.driver.sweep import precision, settings_of
+    from jaxmem.driver.settings import settings_of
+    from jaxmem.driver.sweep import precision
     from jaxmem.engine import device_memory
     from jaxmem.plan.runs import make_run
 
@@ -205,8 +209,9 @@ def bucket_case(case: BucketCase, mode: Mode) -> dict:
         "padded_flops_per_step": layout.padded_flops(bucket, config),
         "slots": slots,
     }
-    settings = settings_of(spec)._replace(steps=gc.STEP_BUDGET, eval_every=case.eval_every, stop_threshold=math.inf,
-                                          eval_steps=())  # never stops early
+    settings = settings_of(spec)._replace(
+        steps=gc.STEP_BUDGET, eval_every=case.eval_every, stop_threshold=math.inf, eval_steps=()
+    )  # never stops early
     lr = spec.train.learning_rates[0]
     runs = [make_run(config, seed, lr, None, None, 0, exp.same_problem_across) for seed in range(slots)]
     try:
@@ -354,8 +359,10 @@ def markdown(records: list[dict]) -> str:
     ]
     lines += gc.md_table(["", ""], [[k, v] for k, v in gc.about(meta, device, records).items()])
     lines += ["## Cases", ""]
-    rows = [[r["case"], gc.ran_on(r), r["status"], gc.fmt_seconds(r), r.get("timeout_s", "—"),
-             r.get("status_detail", "")] for r in records[1:]]
+    rows = [
+        [r["case"], gc.ran_on(r), r["status"], gc.fmt_seconds(r), r.get("timeout_s", "—"), r.get("status_detail", "")]
+        for r in records[1:]
+    ]
     lines += gc.md_table(["case", "ran on", "status", "wall s:", "timeout s:", "note"], rows)
     lines += gc.peaks_section(peaks)
     lines += buckets_section(records, cases, peaks)
@@ -380,21 +387,38 @@ def buckets_section(records: list[dict], cases: dict, peaks: dict | None) -> lis
         if b is None:
             continue
         flops, share = achieved(b, peaks)
-        rows.append([
-            r["case"].removeprefix("bucket/"),
-            ", ".join(f"{k} = {v}" for k, v in b["config"].items()),
-            ", ".join(f"{k}={v}" for k, v in b["bucket"].items() if k in ("d", "m", "N", "M", "loss_block")),
-            b["precision"], b["slots"], b["eval_every"],
-            f"{b['compile_s']:.1f}" if "compile_s" in b else "—",
-            f"{1e3 * b['step_s']:.2f}" if "step_s" in b else b.get("oom", "—"),
-            f"{b['padded_flops_per_step'] / b['flops_per_step']:.2f}",
-            gc.si(flops, "FLOP/s"), gc.pct(share),
-            f"{b['peak_bytes'] / 2**20:.1f}" if b.get("peak_bytes") else "—",
-        ])
+        rows.append(
+            [
+                r["case"].removeprefix("bucket/"),
+                ", ".join(f"{k} = {v}" for k, v in b["config"].items()),
+                ", ".join(f"{k}={v}" for k, v in b["bucket"].items() if k in ("d", "m", "N", "M", "loss_block")),
+                b["precision"],
+                b["slots"],
+                b["eval_every"],
+                f"{b['compile_s']:.1f}" if "compile_s" in b else "—",
+                f"{1e3 * b['step_s']:.2f}" if "step_s" in b else b.get("oom", "—"),
+                f"{b['padded_flops_per_step'] / b['flops_per_step']:.2f}",
+                gc.si(flops, "FLOP/s"),
+                gc.pct(share),
+                f"{b['peak_bytes'] / 2**20:.1f}" if b.get("peak_bytes") else "—",
+            ]
+        )
     if not rows:
         return lines + ["No bucket case finished.", ""]
-    cols = ["case", "true config", "bucket", "precision", "slots:", "eval every:", "compile s:", "ms / step:",
-            "padded ÷ true FLOPs:", "FLOP/s:", "% peak:", "peak MiB:"]
+    cols = [
+        "case",
+        "true config",
+        "bucket",
+        "precision",
+        "slots:",
+        "eval every:",
+        "compile s:",
+        "ms / step:",
+        "padded ÷ true FLOPs:",
+        "FLOP/s:",
+        "% peak:",
+        "peak MiB:",
+    ]
     return lines + gc.md_table(cols, rows)
 
 
@@ -406,11 +430,17 @@ def sweeps_section(mode: Mode, cases: dict) -> list[str]:
         if record is None:
             continue
         caps = ", ".join(f"{d}: {c:g}" for d, c in medians(r).items()) or "—"
-        rows.append([
-            s.case, f"{s.preset} {' '.join(s.sets)}".strip(), record["status"],
-            f"{r['sweep_s']:.1f}" if "sweep_s" in r else gc.fmt_seconds(record),
-            f"{r['estimate_s']:.0f}" if r else "—", r.get("runs", "—"), caps,
-        ])
+        rows.append(
+            [
+                s.case,
+                f"{s.preset} {' '.join(s.sets)}".strip(),
+                record["status"],
+                f"{r['sweep_s']:.1f}" if "sweep_s" in r else gc.fmt_seconds(record),
+                f"{r['estimate_s']:.0f}" if r else "—",
+                r.get("runs", "—"),
+                caps,
+            ]
+        )
         if r:
             plans += [f"{s.case}:", "", *(f"    {x}" for x in r["plan"] + r["dry_run_totals"]), ""]
     if not rows:
@@ -424,18 +454,26 @@ def acceptance_section(mode: Mode, cases: dict, peaks: dict | None) -> list[str]
     for b in mode.buckets:
         verdict, detail = flops_verdict(cases.get(b.case), peaks)
         if b.acceptance:
-            lines.append(f"- {b.case} ({b.precision}, N = {b.N}): {detail or '—'} (target ≥ {gc.pct(FLOPS_TARGET)}): "
-                         f"**{verdict}**.")
+            lines.append(
+                f"- {b.case} ({b.precision}, N = {b.N}): {detail or '—'} (target ≥ {gc.pct(FLOPS_TARGET)}): "
+                f"**{verdict}**."
+            )
     paper = cases.get(mode.sweeps[1].case)
-    lines.append(f"- {mode.sweeps[1].case} run to the end within this call: **{finished_verdict(paper)}** "
-                 f"({gc.fmt_seconds(paper, ' s')}).")
+    lines.append(
+        f"- {mode.sweeps[1].case} run to the end within this call: **{finished_verdict(paper)}** "
+        f"({gc.fmt_seconds(paper, ' s')})."
+    )
     verdict, detail = capacity_verdict(gc.result(cases, mode.sweeps[0].case), gc.result(cases, mode.sweeps[1].case))
-    lines.append(f"- capacities against the quick preset's at the shared d: {detail or '—'} "
-                 f"(target ≤ {gc.pct(CAPACITY_TOLERANCE)}): **{verdict}**.")
+    lines.append(
+        f"- capacities against the quick preset's at the shared d: {detail or '—'} "
+        f"(target ≤ {gc.pct(CAPACITY_TOLERANCE)}): **{verdict}**."
+    )
     estimate = (gc.result(cases, mode.sweeps[1].case) or {}).get("estimate_s")
     verdict, detail = estimate_verdict(paper, estimate)
-    lines.append(f"- measured ÷ the planner's estimate for this device: {detail or '—'} "
-                 f"(target within {ESTIMATE_FACTOR}×): **{verdict}**.")
+    lines.append(
+        f"- measured ÷ the planner's estimate for this device: {detail or '—'} "
+        f"(target within {ESTIMATE_FACTOR}×): **{verdict}**."
+    )
     return lines + [""]
 
 

@@ -61,7 +61,8 @@ def given_up_at(settings, window: int, steps: list[int], values: list[float]) ->
 
 
 def validate(path: Path, windows: list[int]) -> dict:
-    from jaxmem.driver.sweep import run_sweep, settings_of
+    from jaxmem.driver.settings import settings_of
+    from jaxmem.driver.sweep import run_sweep
     from jaxmem.persistence.store import load_results
 
     spec = full_length_spec(path)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxmem.driver.sweep import settings_of
+from jaxmem.driver.settings import settings_of
 from jaxmem.spec import sweep as specmod
 
 SWEEPS = sorted((Path(__file__).parent.parent / "sweeps" / "chen_li24").glob("*.toml"))

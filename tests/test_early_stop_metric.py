@@ -9,7 +9,7 @@ import optax
 import pytest
 
 from helpers import run_program
-from jaxmem.driver.sweep import settings_of, succeeded
+from jaxmem.driver.settings import settings_of, succeeded
 from jaxmem.engine.executor import Finished
 from jaxmem.engine.program import Settings
 from jaxmem.experiments.interface import Experiment, traced

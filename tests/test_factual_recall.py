@@ -178,7 +178,7 @@ def test_search_row_of_a_square_scaling_counts_bits_at_the_integer_capacity(tmp_
     }
     spec = specmod.parse(raw, name="square")
     sweep = Sweep(spec, tmp_path, _NoStore(), None)
-    row = sweep._search_row(Unit(spec.points[0], 0), Bracket(lo=9, hi=10, lo_ok=True, hi_bad=True, done=True))
+    row = sweep.searches.row(Unit(spec.points[0], 0), Bracket(lo=9, hi=10, lo_ok=True, hi_bad=True, done=True))
     assert row["capacity"] == 9.0
     assert row["bits"] == pytest.approx(
         EXP.cost("bits", EXP.effective({**spec.points[0], "S": 9, "R": 3, "scaling": "none"}))
@@ -200,7 +200,7 @@ def test_search_row_counts_parameters_at_the_capacity_of_a_searched_width(tmp_pa
     spec = specmod.parse(raw, name="width")
     sweep = Sweep(spec, tmp_path, _NoStore(), None)
     unit = Unit(spec.points[0], 0)
-    row = sweep._search_row(unit, Bracket(lo=12, hi=13, lo_ok=True, hi_bad=True, done=True))
+    row = sweep.searches.row(unit, Bracket(lo=12, hi=13, lo_ok=True, hi_bad=True, done=True))
     assert row["params"] == 4 * 2 * 16 * 4 + 2 * 12 * 16
-    below = sweep._search_row(unit, Bracket(lo=2, hi=64, lo_ok=False, hi_bad=False, censored="below", done=True))
+    below = sweep.searches.row(unit, Bracket(lo=2, hi=64, lo_ok=False, hi_bad=False, censored="below", done=True))
     assert below["params"] == 4 * 2 * 16 * 4 + 2 * 2 * 16 and np.isnan(below["bits"])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxmem.driver.sweep import settings_of
+from jaxmem.driver.settings import settings_of
 from jaxmem.experiments.registry import get as get_experiment
 from jaxmem.spec import sweep as specmod
 

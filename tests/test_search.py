@@ -440,7 +440,7 @@ def test_seeded_brackets_are_the_prediction_neighbourhood_inside_the_bounds():
 
 
 def test_the_power_law_through_earlier_answers():
-    from jaxmem.driver.sweep import power_law_at
+    from jaxmem.driver.searches import power_law_at
 
     assert power_law_at([(8, 64.0), (16, 256.0)], 32) == pytest.approx(1024.0)
     assert power_law_at([(8, 64.0), (11, 121.0), (16, 256.0)], 22) == pytest.approx(484.0)

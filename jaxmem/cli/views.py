@@ -12,7 +12,7 @@ from jaxmem.cli.errors import UsageError
 from jaxmem.cli.paths import shipped_matches, shipped_name, shipped_sweeps
 from jaxmem.cli.status import holds_results
 from jaxmem.driver.folder import spec_changes
-from jaxmem.driver.sweep import slots_text
+from jaxmem.driver.compiles import slots_text
 from jaxmem.engine import device_memory
 from jaxmem.experiments.registry import searching, shipped
 from jaxmem.experiments.interface import REQUIRED
@@ -132,14 +132,14 @@ def _plan(spec: SweepSpec, memory_cap: float | int, compile: bool, out: Path | N
     ]
     peak, over = 0, 0
     for bucket, runs in groups.items():
-        slots = sweep.slots_for(bucket, runs[0])
+        slots = sweep.layout.slots_for(bucket, runs[0].config)
         try:
             if compile:
-                program = sweep.compile_bucket(bucket, runs[0], slots)
+                program = sweep.programs.compile_bucket(bucket, runs[0], slots)
                 slots, used_bytes = program.slots, program.peak_bytes
                 used = f"{used_bytes / 2**20:.2f} MiB per device (XLA's memory analysis)"
             else:
-                slots, used_bytes = sweep.fitting_state(bucket, runs[0], slots)
+                slots, used_bytes = sweep.programs.fitting_state(bucket, runs[0], slots)
                 used = (
                     f">= {used_bytes / 2**20:.2f} MiB per device (the run state and the temporaries the experiment "
                     "states; --compile: XLA's memory analysis)"
@@ -216,9 +216,9 @@ def _search_bound(sweep) -> tuple[int, float]:
     """Runs and FLOPs of the sweep's searches, each at its costliest monotone outcome (estimate.worst_probes)."""
     spec, runs, flops = sweep.spec, 0, 0.0
     for unit in sweep.units[:: len(spec.seeds)]:  # a search's plan does not depend on the seed
-        bracket = sweep._bracket(unit)
-        cost = lambda v, u=unit: sum(_run_flops(sweep, r) for r in sweep._runs_for(u, v, 0))  # noqa: E731
-        values = estimate.worst_probes(sweep.search, bracket, cost)
+        bracket = sweep.searches.bracket(unit)
+        cost = lambda v, u=unit: sum(_run_flops(sweep, r) for r in sweep.searches.runs_for(u, v, 0))  # noqa: E731
+        values = estimate.worst_probes(sweep.layout.search, bracket, cost)
         runs += len(values) * len(spec.train.learning_rates) * len(spec.seeds)
         flops += sum(map(cost, values)) * len(spec.seeds)
     return runs, flops
@@ -257,7 +257,7 @@ def _compile_bound(sweep) -> int | str:
             if ratio <= 1.0:
                 return f"{sum(int(evaluate(spec.search.hi, u.point)) for u in sweep.units)} (one per searched value)"
             values = {lo, hi} | {v for v in ladder(ratio, hi) if lo < v < hi}
-        buckets.update(sweep.bucket_for(sweep._runs_for(unit, v, 0)[0]) for v in values)
+        buckets.update(sweep.bucket_for(sweep.searches.runs_for(unit, v, 0)[0]) for v in values)
     return len(buckets)
 
 
