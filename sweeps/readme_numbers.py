@@ -57,14 +57,15 @@ Kinds (options key=value; lists comma-separated; quote a value with spaces):
   theory x=X quantity=Q [column=C]
                       li_thesis R4.10: a chapter-4 bound per X beside the measured value
                       (sweeps/li_thesis/analyze.py's overlay)
-  gallery [plot=FILE] the report's figure (its first of PLOTS; copied to docs/gallery/<sweep>.png, or
+  gallery [plot=FILE] the report's figure (its first of FIGURES; copied to docs/gallery/<sweep>.png, or
                       <sweep>-<preset>.png for another preset than quick) and its verdicts
   targets             a table of a paper's targets, one row per further line of the marker (`<!-- numbers: - -
                       targets`, then `target | claim | sweep preset [section ...] | size | why [| judgement]`):
                       the size run (the store's preset and seeds) and the verdict (the report's verdicts in the
-                      sections naming the target, or starting with the given section prefixes, from verdicts.json;
-                      a judgement the row states is shown after them as "judged by hand", and a row without an
-                      automatic verdict says so in bold), from each row's store; a row whose third cell is
+                      sections or claims naming the target, or in sections starting with the given section
+                      prefixes, from verdicts.json; a judgement the row states is shown after them as "judged by
+                      hand", and a row without an automatic verdict says so in bold), from each row's store; a row
+                      whose third cell is
                       a test's path (tests/...) reads no store: its verdict is the judgement the test checks;
                       one whose third cell is `not built` reads none either: "not run here (not built)"
   counts              (`<!-- numbers: - - counts -->`, docs/gallery.md) per paper (`## ` heading) its entries,
@@ -98,13 +99,12 @@ import numpy as np
 import pandas as pd
 
 from jaxmem.persistence.shipped import MANIFEST, ExportError, export_results, import_results
+from jaxmem.report.files import FIGURES
 
 ROOT = Path(__file__).resolve().parent.parent
 SWEEPS = ROOT / "sweeps"
 GALLERY = ROOT / "docs" / "gallery.md"
 BLOCK = re.compile(r"(<!-- numbers: (?P<what>.*?)\s-->\n)(?P<body>.*?)(<!-- /numbers -->)", re.S)
-PLOTS = ("capacity.png", "heatmap.png", "trajectory.png", "final_eval.png", "relations.png", "escape.png")
-PLOTS += ("success_map.png", "instance.png")
 DASH = "–"
 GALLERY_WIDTH = 1400  # pixels: the gallery's figures stay small (docs/gallery/ is committed)
 
@@ -596,12 +596,12 @@ def gallery_figure(block: Block) -> Path:
 
 
 def gallery_source(block: Block, headline) -> Path | None:
-    """The report's plot a gallery block shows: its `plot=`, else the first of PLOTS the report drew (None
+    """The report's plot a gallery block shows: its `plot=`, else the first of FIGURES the report drew (None
     when it drew none)."""
     name = block.option("plot")
     if name is not None and not (headline.folder / name).exists():
         raise BlockError(f"{block}: the report drew no {name}")
-    name = name or next((p for p in PLOTS if (headline.folder / p).exists()), None)
+    name = name or next((p for p in FIGURES if (headline.folder / p).exists()), None)
     return headline.folder / name if name else None
 
 
@@ -667,15 +667,16 @@ def stores_of(block: Block) -> list[Block]:
 
 
 def verdict_cell(store: Block, headline, target: str, judged: list[str]) -> str:
-    """The report's verdicts on `target` (those of the sections naming it, or starting with the row's section
-    prefixes), then the row's own judgement, marked "judged by hand", where it states one."""
+    """The report's verdicts on `target` (those of the sections or claims naming it, or of the sections starting
+    with the row's section prefixes), then the row's own judgement, marked "judged by hand", where it states one."""
     if headline is None:
         return "not run here"
     sections = headline.verdicts["section"]
     if store.args:
         keep = sections.map(lambda name: any(name.startswith(prefix) for prefix in store.args)).astype(bool)
-    else:
-        keep = sections.str.contains(target, regex=False)
+    else:  # the target's name (R6.1, not R6.10) in the section or in the claim
+        named = re.escape(target) + r"(?!\d)"
+        keep = sections.str.contains(named) | headline.verdicts["check"].str.contains(named)
     lines = list(headline.verdicts[keep]["check"]) or [NO_VERDICT]
     lines += [f"judged by hand: {j}" for j in judged]
     return "<br>".join(lines).replace("|", "\\|")

@@ -123,7 +123,8 @@ def test_a_quoted_section_keeps_a_repeated_measurement_only_when_asked(tmp_path)
 
 
 def test_a_targets_table_reads_each_row_from_its_own_store(tmp_path):
-    """Rows name their stores: verdicts of the sections naming the target (or the given prefixes); a missing
+    """Rows name their stores: verdicts of the sections or claims naming the target (or of the given section
+    prefixes); a missing
     store says so; a row's own judgement follows them, marked "judged by hand"."""
     numbers = script()
     readme = tmp_path / "README.md"
@@ -134,11 +135,15 @@ def test_a_targets_table_reads_each_row_from_its_own_store(tmp_path):
     ]
     readme.write_text("<!-- numbers: - - targets\n" + "\n".join(rows) + "\n-->\nstale\n<!-- /numbers -->\n")
     rx = {"section": "Relations / Rx: y against x", "claim": "ρ ≤ −0.8", "outcome": "FAIL", "reason": "ρ = 0.2"}
-    stored = Headline(tmp_path, "e1_phase1_bias", "quick", "", (0, 1), (), {}, verdicts_in(tmp_path, rx, SLOPE), "")
+    trend = {"section": "Trajectories / Trends", "claim": "Rx: y (all runs): increasing", "outcome": "PASS"}
+    other = {**trend, "claim": "Rx2: z (all runs): increasing"}  # Rx2 is another target than Rx
+    verdicts = verdicts_in(tmp_path, rx, SLOPE, trend, other)
+    stored = Headline(tmp_path, "e1_phase1_bias", "quick", "", (0, 1), (), {}, verdicts, "")
     headlines = {("e1_phase1_bias", "quick"): stored, ("e2_sample_complexity", "quick"): None}
     text = numbers.rewritten(readme, headlines, lambda block: True)
     assert (
-        "| Rx | y falls | `e1_phase1_bias` `quick`, seeds 0, 1: d = 8 | ρ ≤ −0.8: **FAIL** (ρ = 0.2) | why x |" in text
+        "| Rx | y falls | `e1_phase1_bias` `quick`, seeds 0, 1: d = 8 | ρ ≤ −0.8: **FAIL** (ρ = 0.2)<br>"
+        "Rx: y (all runs): increasing: **PASS** | why x |" in text
     )
     assert (
         "| Rz | y fits | `e1_phase1_bias` `quick`, seeds 0, 1: d = 8 | Expected slope in [0.85, 1.15]: measured 0.9"

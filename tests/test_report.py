@@ -10,7 +10,7 @@ from jaxmem.report import collapse_stats, fit_power_law, point_table, summarise,
 from jaxmem.report.capacity.censored import quantile
 from jaxmem.report.capacity.fit import apply_fit
 from jaxmem.report.capacity.searches import usable_mask
-from jaxmem.report.files import write_text
+from jaxmem.report.files import commit, staged, write_text
 from jaxmem.spec.sweep import SuccessRule, stored_report_spec
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -356,3 +356,15 @@ def test_capacity_tables_show_the_effective_config(tmp_path):
         assert (table["M"] == "N").all() and (table["m"] == 1).all() and not table["mlp_bias"].any(), name
     assert pd.read_csv(tmp_path / "capacity.csv")["d"].tolist() == [8, 16]  # sorted by x (params = d²)
     assert "- N/M: point medians 1–1 over 2 points" in text and "**INCONCLUSIVE** (2 points)" in text
+
+
+def test_a_committed_report_removes_the_figures_it_no_longer_draws(tmp_path):
+    """A heatmap taken out of the spec: the next report's commit removes the old heatmap.png (a gallery would
+    show it), keeps the figures it drew again and files that are no report figure."""
+    for name in ("heatmap.png", "relations.png", "notes.png"):
+        (tmp_path / name).write_text("old")
+    with staged() as stage:
+        write_text(tmp_path / "relations.png", "new")
+        commit(stage, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.png", "relations.png"]
+    assert (tmp_path / "relations.png").read_text() == "new"

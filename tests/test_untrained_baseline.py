@@ -19,7 +19,8 @@ from jaxmem.persistence.store import load_results
 from jaxmem.plan.buckets import bucket_of, padder, static_shape, traced_values
 from jaxmem.plan.runs import make_run, run_key
 from jaxmem.report import write_report
-from jaxmem.report.final_eval import split_untrained, untrained_section
+from jaxmem.report.final_eval import lowered_section, split_untrained, untrained_section
+from jaxmem.report.verdicts import stating
 from jaxmem.spec.sweep import stored_report_spec
 
 LINEAR = {"model": "linear", "d": 8, "N": 30}
@@ -168,3 +169,21 @@ def test_the_untrained_baseline_of_a_text_axis_and_of_task_properties():
     text = untrained_section(trained, untrained, "distractors", ["icl_error", "share"], ["l_ts"])
     assert "at the largest distractors (sink)" in text and "a property of the test tasks: share." in text
     assert "| l_ts=1 | 0.600 / 0.700 |" in text and "| l_ts=32 | 0.200 / 0.300 |" in text
+
+
+def test_lowered_judges_the_paired_differences_of_trained_and_untrained_per_setting():
+    """`lowered`: at the largest l_ts, per alpha_test, trained − untrained over three runs: below 0 beyond its
+    interval at alpha_test = 0.4 (PASS), above 0 at 1.0 (FAIL, as ch7_lts quick at α′ = 1), across 0 at 0.7."""
+    rows = []
+    differences = {0.4: (-0.3, -0.31, -0.29), 0.7: (-0.1, 0.1, 0.0), 1.0: (0.02, 0.015, 0.025)}
+    for alpha, deltas in differences.items():
+        for seed, delta in enumerate(deltas):
+            for l_ts, error in ((8, 0.5), (16, 0.4)):
+                row = {"run_id": f"r{seed}", "seed": seed, "lr": 1.0, "alpha_test": alpha, "l_ts": l_ts}
+                rows.append({**row, "icl_error": error + delta, "untrained_icl_error": error})
+    trained, untrained = split_untrained(pd.DataFrame(rows))
+    with stating() as claims:
+        text = lowered_section(trained, untrained, "l_ts", "icl_error", ["alpha_test"])
+    assert [c.verdict.outcome for c in claims] == ["PASS", "INCONCLUSIVE", "FAIL"]
+    assert claims[0].measured == pytest.approx(-0.3) and claims[0].interval[1] < 0 < claims[2].interval[0]
+    assert "At the largest l_ts (16)" in text and "| alpha_test=1.0 | 0.420 / 0.400 |" in text

@@ -115,10 +115,27 @@ def staged():
             partial.unlink(missing_ok=True)
 
 
-def commit(stage: list[tuple[Path, Path]]) -> None:
-    """Move a stage's files into place, in the order they were written (report.md last)."""
+FIGURES = (  # every figure a report draws, in the order a gallery picks its first (sweeps/readme_numbers.py)
+    "capacity.png",
+    "heatmap.png",
+    "trajectory.png",
+    "final_eval.png",
+    "relations.png",
+    "escape.png",
+    "success_map.png",
+    "instance.png",
+)
+
+
+def commit(stage: list[tuple[Path, Path]], out_dir: Path | None = None) -> None:
+    """Move a stage's files into place, in the order they were written (report.md last); with `out_dir`,
+    remove the figures of an earlier report that this one no longer draws (a check taken out of the spec)."""
+    drawn = {target.name for _, target in stage}
     while stage:
         os.replace(*stage.pop(0))
+    for name in FIGURES if out_dir is not None else ():
+        if name not in drawn:
+            (Path(out_dir) / name).unlink(missing_ok=True)
 
 
 @contextlib.contextmanager

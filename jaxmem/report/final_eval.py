@@ -24,7 +24,7 @@ from jaxmem.report.capacity.fit import fit_line
 from jaxmem.report.files import write_csv, write_table
 from jaxmem.report.final_eval_plot import equal_columns, plot_final_eval, setting_groups, setting_label
 from jaxmem.report.text import markdown_table, number
-from jaxmem.report.verdicts import Claim, slope_text, slope_verdict, stated
+from jaxmem.report.verdicts import Claim, confidence, mean_in_band, not_testable, slope_text, slope_verdict, stated
 from jaxmem.spec.report_tables import FinalEvalSpec, Readoff
 
 UNTRAINED_X_STAR = UNTRAINED + "x_star"  # a read-off's x* of the untrained model
@@ -168,6 +168,7 @@ def final_eval_sections(
     if untrained is not None:
         judged = list(dict.fromkeys([r.metric for r in spec.readoffs] + list(spec.metrics))) or shown
         sections.append(untrained_section(trained, untrained, x, judged, by))
+        sections += [lowered_section(trained, untrained, x, metric, by) for metric in spec.lowered]
     tables = []
     for readoff in spec.readoffs:
         idle = idle_axes(trained, x, readoff.metric, axes)
@@ -211,6 +212,33 @@ def untrained_section(trained: pd.DataFrame, untrained: pd.DataFrame, x: str, me
     if left_out:
         lines.append(f"Equal at every point, a property of the test tasks: {', '.join(left_out)}.")
     return "\n".join(lines + (["", markdown_table(headers, rows)] if learned else []))
+
+
+def lowered_section(trained: pd.DataFrame, untrained: pd.DataFrame, x: str, metric: str, by: list[str]) -> str:
+    """`lowered`: whether training lowers `metric`, per setting at the largest x: the runs' paired differences
+    trained − untrained, their mean's 95 % t-interval below 0 PASSes, above 0 FAILs, else INCONCLUSIVE (3 or
+    more runs: jaxmem.report.verdicts.mean_in_band)."""
+    largest = sorted(trained[x].dropna().unique())[-1]
+    end = trained[x] == largest
+    section = f"Test-time axes / Lowered by training: {metric}"
+    rows = []
+    for (key, t), (_, u) in zip(setting_groups(trained[end], by), setting_groups(untrained[end], by)):
+        differences = t[metric].to_numpy(float) - u[metric].to_numpy(float)  # the same runs in the same order
+        verdict, mean, (low, high) = mean_in_band(differences, (-math.inf, 0.0), "run")
+        label = setting_label(by, key)
+        check = f"{label}: trained − untrained {metric} < 0"
+        claim = Claim(section, check, verdict or not_testable("no value"), mean, (low, high), (None, 0.0))
+        rows.append([label, medians(t, u, metric), f"{number(mean, 3)}{confidence(low, high)}", stated(claim)])
+    lines = [
+        f"### Lowered by training: {metric}",
+        "",
+        f"At the largest {x} ({number(largest)}), per setting: the median over runs trained / untrained, and the "
+        f"mean of the runs' paired differences trained − untrained with its 95 % t-interval; PASS when the "
+        "interval lies below 0, FAIL when above, INCONCLUSIVE across 0 or with fewer than 3 runs.",
+        "",
+        markdown_table(["setting", "trained / untrained", "trained − untrained", "verdict"], rows),
+    ]
+    return "\n".join(lines)
 
 
 def medians(trained: pd.DataFrame, untrained: pd.DataFrame, metric: str) -> str:

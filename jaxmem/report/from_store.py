@@ -107,7 +107,7 @@ def report(out_dir: str | Path, report_table: dict | None = None, renders: int =
         with committing(out_dir):
             again = renders > 1 and outdated(out_dir, seen)
             if not again:
-                commit(stage)
+                commit(stage, out_dir)
     return report(out_dir, report_table, renders - 1) if again else path
 
 

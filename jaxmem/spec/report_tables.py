@@ -454,6 +454,11 @@ class FinalEvalSpec:
     x: Text | None = key("the test-time axis on x (default: the first)", None, names=CONFIG_FIELD)
     metrics: Names = key("the metrics drawn (default: every one)", (), names=OF_EXPERIMENT)
     readoffs: one_or_many(ReadoffTable) = key("read-offs: a table or a list", (), alias="readoff")
+    lowered: Names = key(
+        "metrics training is claimed to lower: trained − untrained at the largest x, per setting",
+        (),
+        names=OF_EXPERIMENT,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
