@@ -18,7 +18,7 @@ from jaxmem.report.trajectory.markdown import rates_section
 from jaxmem.report.trajectory.rates import rate_tables
 from jaxmem.report.verdicts import stating
 from jaxmem.report.trajectory.report import panel_title
-from jaxmem.report.trajectory.stages import first_crossing, plateau
+from jaxmem.report.trajectory.stages import crossing_verdict, first_crossing, plateau
 from jaxmem.spec.sweep import SpecError, stored_report_spec
 from jaxmem.spec.report_tables import Context, read_report
 from jaxmem.persistence.store import Store, load_results
@@ -282,7 +282,7 @@ def test_gradient_flow_time_units_for_crossings_and_escape(tmp_path):
     fig5_store(tmp_path, {"trajectory": spec}, models=("population",))
     text = report(tmp_path).read_text()
     assert "fitted slope [times per unit x]" in text and "13.06" in text  # 1/λ_r in time units
-    assert text.count("| **PASS** |") == 1 and "FAIL" not in text
+    assert text.count("| **PASS** |") == 1 and "**FAIL**" not in text
     assert "relation learned [time]" in text
 
 
@@ -530,6 +530,24 @@ def test_rate_and_trend_verdicts_read_the_runs_interval_and_where_keeps_runs():
     )
     rates, trends = rate_tables(frame, runs, kept)
     assert set(rates["series"]) == {"H=1"} and set(trends["series"]) == {"H=1", "H=4"}
+
+
+def test_a_crossing_states_whether_every_run_reaches_it_in_order():
+    """Three finished runs reaching both stages in order: PASS; a run reaching the second stage first, or a
+    finished run never reaching it: FAIL; one still running before it, or two runs: INCONCLUSIVE."""
+    nan = math.nan
+    finished = np.ones(3, bool)
+    assert crossing_verdict(np.array([5.0, 6, 7]), finished, np.array([1.0, 2, 3])).outcome == "PASS"
+    early = crossing_verdict(np.array([5.0, 1, 7]), finished, np.array([1.0, 2, 3]))
+    assert (early.outcome, early.reason) == ("FAIL", "1 of 3 runs never reach it or reach it first")
+    assert crossing_verdict(np.array([5.0, nan, 7]), finished).outcome == "FAIL"
+    running = crossing_verdict(np.array([5.0, nan, 7]), np.array([True, False, True]))
+    assert (running.outcome, running.reason) == ("INCONCLUSIVE", "1 of 3 runs still running before it")
+    assert crossing_verdict(np.array([5.0, 6]), finished[:2]).reason == "2 runs"
+    problems: list[str] = []
+    crossings = [{"metric": "loss", "below": 1, "label": "a"}, {"metric": "loss", "below": 0.5, "after": "b"}]
+    read_report({"trajectory": {"crossings": crossings}}, problems, Context())
+    assert problems == ["report.trajectory.crossings[1].after: no other crossing is labelled 'b'"]
 
 
 def test_a_config_field_named_step_keeps_apart_from_the_evaluated_step(tmp_path):

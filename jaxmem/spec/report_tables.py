@@ -136,6 +136,7 @@ class Crossing:
     level: str | float
     direction: str  # "below" or "above"
     label: str
+    after: str | None = None  # the label of a crossing each run must reach first
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,13 +147,14 @@ class CrossingTable:
     below: Expression | None = key("the level it falls to: an expression of the run's config, lr, seed", None, uses=RUN)
     above: Expression | None = key("or the level it rises to", None, uses=RUN)
     label: Text | None = key("its name (default: 'metric ≤ level')", None)
+    after: Text | None = key("the label of another crossing each run must reach first (a stage order)", None)
 
     def checked(self, given: dict, context: Context, path: str, problems: list[str]) -> Crossing | None:
         side = one_of({s: getattr(self, s) is not None for s in ("below", "above")}, path, problems)
         if side is None:
             return None
         level, sign = getattr(self, side), "≤" if side == "below" else "≥"
-        return Crossing(self.metric, level, side, self.label or f"{self.metric} {sign} {level}")
+        return Crossing(self.metric, level, side, self.label or f"{self.metric} {sign} {level}", self.after)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,6 +253,9 @@ class TrajectorySpec:
         labels = [x.label for x in self.crossings]
         if len(set(labels)) != len(labels):
             problems.append(f"{path}.crossings: labels must be distinct, got {labels}")
+        for i, crossing in enumerate(self.crossings):
+            if crossing.after is not None and crossing.after not in set(labels) - {crossing.label}:
+                problems.append(f"{path}.crossings[{i}].after: no other crossing is labelled {crossing.after!r}")
         if self.escape is None:
             return self
         escape, at = self.escape, f"{path}.escape"

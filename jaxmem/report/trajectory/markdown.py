@@ -16,8 +16,8 @@ import pandas as pd
 from jaxmem.report.text import DASH, markdown_table, number, percent, spread
 from jaxmem.report.trajectory.plot import Level
 from jaxmem.report.trajectory.rates import MIN_RUNS, RATES_CSV, rate_verdict, trend_verdict
-from jaxmem.report.trajectory.stages import crossing_column, plateau_column
-from jaxmem.report.verdicts import Claim, Verdict, confidence, stated
+from jaxmem.report.trajectory.stages import crossing_column, crossing_verdict, plateau_column
+from jaxmem.report.verdicts import MIN_X, Claim, Verdict, confidence, stated
 from jaxmem.spec.report_tables import TrajectorySpec
 
 MAX_RUN_ROWS = 40
@@ -105,7 +105,7 @@ def crossings_section(stages: pd.DataFrame, spec: TrajectorySpec, csv_name: str)
         row = [key_of(panel, series), len(group)]
         for c in spec.crossings:
             values = group[crossing_column(c.label, unit)].astype(float)
-            row.append(f"{spread(values)} ({int(np.isfinite(values).sum())}/{len(group)})")
+            row.append(f"{spread(values)} ({int(np.isfinite(values).sum())}/{len(group)}) {reached(c, group, unit)}")
         rows.append(row)
     headers = ["runs of", "runs"] + [f"{c.label} [{unit}]" for c in spec.crossings]
     lines = [
@@ -115,7 +115,9 @@ def crossings_section(stages: pd.DataFrame, spec: TrajectorySpec, csv_name: str)
         "",
         *levels,
         "",
-        f"Mean ± std over runs, in {unit}s (runs crossed / runs):",
+        f"Mean ± std over runs, in {unit}s (runs crossed / runs), and the verdict that every run reaches it (in "
+        f"order, where a crossing names one to come first): FAIL when a finished run does not, PASS over "
+        f"{MIN_X} or more runs that all do, else INCONCLUSIVE:",
         "",
         markdown_table(headers, rows),
     ]
@@ -128,6 +130,16 @@ def crossings_section(stages: pd.DataFrame, spec: TrajectorySpec, csv_name: str)
         lines += ["", "Per run:", "", markdown_table(["run", "status", "runs of", "seed"] + headers[2:], per_run)]
     lines += ["", f"Per run, in steps and time, with the plateaus: `{csv_name}`."]
     return "\n".join(lines)
+
+
+def reached(crossing, group: pd.DataFrame, unit: str) -> str:
+    """The stated verdict that every run of `group` reaches `crossing` (stages.crossing_verdict)."""
+    times = group[crossing_column(crossing.label, unit)].to_numpy(float)
+    earlier = None if crossing.after is None else group[crossing_column(crossing.after, unit)].to_numpy(float)
+    verdict = crossing_verdict(times, (group["status"] != "running").to_numpy(), earlier)
+    runs_of = key_of(*group[["panel", "series"]].iloc[0])
+    order = f" after {crossing.after}" if crossing.after else ""
+    return stated(Claim("Trajectories / Crossing times", f"{crossing.label} ({runs_of}): every run{order}", verdict))
 
 
 def plateaus_section(stages: pd.DataFrame, spec: TrajectorySpec) -> str:

@@ -8,6 +8,9 @@ Rules (also in jaxmem.spec.report_tables):
   are skipped.
 - plateau: the first and last evaluated step with |value − near| ≤ tol, the length last − first, the
   evaluations in the band and the evaluations from first to last (equal for a contiguous plateau).
+- a crossing's verdict, per panel and series: every run reaches it (after the crossing named by `after`,
+  where given): FAIL when a finished run never does (or reaches it first), PASS when each of 3 or more runs
+  does, INCONCLUSIVE with fewer runs or a run still running that has not.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from jaxmem.report.trajectory.data import Trajectories, names_of
+from jaxmem.report.verdicts import MIN_X, Verdict, decided, inconclusive, too_few_x
 from jaxmem.spec.expr import ExpressionError, evaluate, names_in
 from jaxmem.spec.report_tables import TrajectorySpec
 
@@ -113,3 +117,17 @@ def stage_table(traj: Trajectories, spec: TrajectorySpec) -> pd.DataFrame:
             row["escape x"] = run_value(spec.escape.x, names, run, "escape.x")
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def crossing_verdict(times: np.ndarray, finished: np.ndarray, earlier: np.ndarray | None = None) -> Verdict:
+    """Whether every run reaches a crossing (see the module's docstring): `times` per run (NaN: never),
+    `finished` whether each run ended, `earlier` the times of the crossing that must come first (None: none)."""
+    never = ~np.isfinite(times)
+    out_of_order = np.zeros(times.shape, bool) if earlier is None else ~never & ~(earlier <= times)
+    failed = int(((never & finished) | out_of_order).sum())
+    if failed:
+        first = "" if earlier is None else " or reach it first"
+        return decided(False, f"{failed} of {times.size} runs never reach it{first}")
+    if never.any():
+        return inconclusive(f"{int(never.sum())} of {times.size} runs still running before it")
+    return too_few_x(times.size, MIN_X, "run") or decided(True)
