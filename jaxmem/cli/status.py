@@ -18,6 +18,7 @@ from jaxmem.persistence.lock import UNUSABLE, lock_path, lock_state, read_lease
 from jaxmem.persistence.progress import Found, finished, inflight, stored_progress
 from jaxmem.persistence.shards import shard_dirs
 from jaxmem.persistence.store import FILENAME, Store, elapsed, full, no_space
+from jaxmem.persistence.timeline import budget_of, summary
 
 CODE_CHANGED_ADVICE = "`jaxmem run` refuses to resume it: run into a new --out, or rerun with --restart"
 ORIGIN = "origin"  # meta key: how `jaxmem run` was given the sweep (jaxmem.cli.views.origin), kept as it claims it
@@ -59,10 +60,11 @@ def iso(stamp: float | None) -> str:
     return datetime.fromtimestamp(stamp).isoformat(timespec="seconds") if stamp else "never"
 
 
-def stored(out: Path) -> tuple[dict[str, str], dict[str, tuple[bool, bool]], set[str], pd.DataFrame, float | None]:
-    """The folder's meta, and the finished runs, searches, compiles and newest write of its store and of
+def stored(out: Path) -> tuple[dict, dict, set[str], pd.DataFrame, pd.DataFrame, float | None]:
+    """The folder's meta, and the finished runs, searches, compiles, timeline and newest write of its store and of
     the shards a stopped multi-process job left (the next run merges them)."""
     metas, runs, searches, compiles, writes = [], {}, set(), [], []
+    timelines = []
     for directory in [out, *shard_dirs(out)]:
         store = Store(directory, write=False)
         try:
@@ -70,16 +72,18 @@ def stored(out: Path) -> tuple[dict[str, str], dict[str, tuple[bool, bool]], set
             runs.update(store.finished_runs())
             searches |= store.finished_searches()
             compiles.append(store.table("compiles"))
+            timelines.append(store.table("timeline"))
             writes.append(store.last_write() or 0.0)
         finally:
             store.close()
-    return metas[0], runs, searches, pd.concat(compiles).drop_duplicates(), max(writes) or None
+    compiles = pd.concat(compiles).drop_duplicates()
+    return metas[0], runs, searches, compiles, pd.concat(timelines).drop_duplicates(), max(writes) or None
 
 
 def status(out: Path) -> str:
     """Progress of the sweep in `out`, read without writing anything (the folder may be read-only, its disk
     full: then a warning says so)."""
-    meta, runs, searches, compiles, last_write = stored(holds_results(out))
+    meta, runs, searches, compiles, timeline, last_write = stored(holds_results(out))
     held, held_buckets = map(sum, zip(*(inflight(d / "checkpoints", runs) for d in [out, *shard_dirs(out)])))
     found = stored_progress(meta, len(runs), len(searches), held, held_buckets)
     lock, done = lock_state(out), finished(found, out)
@@ -94,6 +98,8 @@ def status(out: Path) -> str:
         f"compiles: {len(compiles)} ({compiles['seconds'].sum() if len(compiles) else 0:.1f} s); "
         f"elapsed: {elapsed(meta, end):.1f} s; last result: {iso(last_write)}",
     ]
+    if logical := summary(timeline, compiles, budget_of(meta)):
+        lines.append(logical.describe())
     if not lock.startswith("running") and not done and (found.started or held):
         lines.append(f"{found.inflight_text()}; resume with `{resume_command(meta, out)}`")
     elif held:

@@ -19,7 +19,7 @@ from jaxmem.experiments.interface import REQUIRED
 from jaxmem.spec.expr import evaluate
 from jaxmem.spec.tables import suggest
 from jaxmem.plan.buckets import ladder, padded_config, padding_waste
-from jaxmem.plan import throughput
+from jaxmem.plan import search_timeline, throughput
 from jaxmem.plan.planner import programs_seconds
 from jaxmem.plan.target import Target
 from jaxmem.driver.progress import Progress
@@ -198,11 +198,27 @@ def _totals(sweep, groups: dict, peak: int, over: int) -> list[str]:
             f"  whole sweep, if no search expands its bracket: at most {runs} runs, {flops:.2e} FLOPs, {bound} "
             f"compiles, {sweep.plan.estimate.rounds} rounds of the first round's programs: {estimate.duration(secs)}"
         )
+        lines.append("  " + _logical(sweep, groups))
     lines += [
         "  " + estimate.peak_line(peak, over, sweep.budget),
         "  " + estimate.sized_line(secs, over, platform),
     ]
     return lines
+
+
+def _logical(sweep, groups: dict) -> str:
+    """The searches' critical path, run-steps and occupancy in the first round's programs, on the model of
+    jaxmem.plan.search_timeline.estimate (benchmarks/search_latency.py's simulation)."""
+    knobs, train = sweep.plan.knobs, sweep.spec.train
+    first = {unit.id: sweep.searches.bracket(unit) for unit in sweep.mine}
+    slots = sum(sweep.layout.slots_for(bucket, runs[0].config) for bucket, runs in groups.items())
+    segment = knobs.segment_steps or train.eval_every
+    found = search_timeline.estimate(
+        sweep.layout.search, first, knobs.speculation, segment, slots, train.steps, train.eval_every
+    )
+    schedule = f"speculating {knobs.speculation} round(s)" if knobs.speculation else "round barrier"
+    share = search_timeline.SUCCESS_SHARE
+    return f"searches ({schedule}, {share:g} of a budget per success): {found.describe(train.steps)}"
 
 
 def _rate(sweep, groups: dict) -> throughput.Rate:
@@ -272,6 +288,12 @@ class _NoStore:
     """Stands in for the store in a dry run: nothing has run yet."""
 
     def meta(self):
+        return {}
+
+    def known_at(self):
+        return {}
+
+    def probed(self):
         return {}
 
     def finished_runs(self):

@@ -25,7 +25,7 @@ class Programs:
     """The runners of a sweep's buckets (`runners`, by bucket id) and the compile queue feeding them.
     `record(bucket, shape, slots, seconds, at)`: stores a compile (called in the driver's thread only);
     `lookup(run_id)`: the pending run of an id (a runner restores its checkpointed slots with it);
-    `budget(run)`: a run's step budget; `segment_seconds`: the runners' segments."""
+    `budget(run)`: a run's step budget; `segment_seconds`, `segment_blocks`: the runners' segments."""
 
     def __init__(
         self,
@@ -41,10 +41,12 @@ class Programs:
         lookup: Callable[[str], Run | None],
         budget: Callable[[Run], int],
         segment_seconds: float,
+        segment_blocks: int = 0,
     ):
         self.exp, self.settings, self.layout, self.devices = exp, settings, layout, devices
         self.budget_bytes, self.out_dir, self.progress, self.stopper = budget_bytes, out_dir, progress, stopper
         self.record, self.lookup, self.budget, self.segment_seconds = record, lookup, budget, segment_seconds
+        self.segment_blocks = segment_blocks  # evaluation blocks of every segment (0: about segment_seconds)
         self.runners: dict[str, BucketRunner] = {}
         self.compiler = futures.ThreadPoolExecutor(1, thread_name_prefix="jaxmem-compile")  # off the critical path
         self.to_compile: dict[str, tuple[Bucket, list[Run]]] = {}  # buckets waiting for (or in) their compile,
@@ -115,6 +117,7 @@ class Programs:
             self.lookup,
             self.segment_seconds,
             self.budget,
+            self.segment_blocks,
         )
         if runner.occupied:
             self.progress.note(f"bucket {bucket.id}: {runner.occupied} in-flight runs restored from its checkpoint")

@@ -3,6 +3,12 @@
 Every (grid point, seed) pair is a `Unit`: a threshold search, or a plain set of runs (one per learning
 rate). A search's state is a pure function of the outcomes of its runs (jaxmem.plan.search), so a
 resumed sweep replays it from the store and redoes nothing.
+
+Two schedules: `refresh`, the round barrier (a round's runs all end before the next starts), and
+`decide`, the scheduler without one (jaxmem.plan.scheduler): at every segment boundary, from the
+outcomes known by then on the logical clock (program steps), which probes to launch and which running
+ones to freeze. Each outcome's logical step is stored (the store's timeline), so a resumed sweep
+decides as the first run did.
 """
 
 from __future__ import annotations
@@ -11,8 +17,10 @@ import dataclasses
 import functools
 import json
 import math
+import sys
 
 from jaxmem.experiments.interface import Experiment
+from jaxmem.plan import scheduler
 from jaxmem.plan import search as searching
 from jaxmem.plan.runs import Run, make_run, point_id
 from jaxmem.report.capacity.fit import fit_power_law
@@ -49,6 +57,8 @@ class Searches:
     ):
         self.spec, self.exp, self.search, self.mine, self.note = spec, exp, search, mine, note
         self.outcomes = store.finished_runs()  # run id -> (success, diverged)
+        self.known_at = store.known_at()  # run id -> the logical step its outcome became known
+        self.probed = store.probed()  # unit id -> the values its runs were launched at
         self.done = store.finished_searches()
         self.answers = store.search_answers()  # unit id -> answer (NaN when censored): seeds law brackets
         self.run_cache: dict[tuple, list[Run]] = {}  # see runs_for
@@ -76,6 +86,62 @@ class Searches:
             return None
         success = any(success for success, _ in results)
         return success if self.spec.search.goal == "largest" else not success  # bracket the last failure
+
+    def outcome(self, unit: Unit, value: int) -> scheduler.Outcome | None:
+        """The probe's outcome (see probe_outcome) with the logical step its last run's became known (0
+        for runs a store older than the timeline holds), or None while one of its runs is unfinished."""
+        success = self.probe_outcome(unit, value)
+        if success is None:
+            return None
+        return scheduler.Outcome(success, max(self.known_at.get(r.run_id, 0) for r in self.runs_for(unit, value, 0)))
+
+    def states(self, now: int, depth: int) -> dict[str, tuple[Unit, scheduler.SearchState]]:
+        """unit id -> (unit, its search's state at logical step `now`) for every open search (not done,
+        not waiting), `depth` rounds of speculation."""
+        states = {}
+        for unit in self.mine:
+            if unit.id in self.done or self.waiting(unit):
+                continue
+            values = self.probed.get(unit.id, ())
+            outcomes = {v: o for v in values if (o := self.outcome(unit, v)) is not None}
+            states[unit.id] = unit, scheduler.state(self.search, self.bracket(unit), outcomes, now, depth)
+        return states
+
+    def wanted_runs(self, now: int, depth: int) -> dict[str, Run]:
+        """run id -> run of every value the open searches want at `now` (a run in a slot then was wanted)."""
+        return {
+            r.run_id: r
+            for unit, state in self.states(now, depth).values()
+            for level in state.wanted
+            for v in level
+            for r in self.runs_for(unit, v, state.bracket.rounds)
+        }
+
+    def decide(
+        self, now: int, depth: int, running: dict[str, set[int]]
+    ) -> tuple[list[dict], list[Run], list[tuple[str, int]]]:
+        """At a segment boundary `now`: the rows of the searches that end there, the runs to launch (most
+        wanted first: every slot a bucket frees takes them in this order) and the probes to freeze
+        (unit id, value), `running` holding the values with a run in a slot per unit id. A run whose
+        outcome is stored but became known after `now` (a resumed sweep replaying) is run again."""
+        open_states, rows = {}, []
+        for key, (unit, state) in self.states(now, depth).items():
+            if state.done:
+                rows.append(self.finish(unit, state.bracket))
+            else:
+                open_states[key] = unit, state
+        decision = scheduler.decide({k: s for k, (_, s) in open_states.items()}, running, sys.maxsize)
+        launch = []
+        for key, value in decision.launch:
+            unit, state = open_states[key]
+            self.probed.setdefault(key, set()).add(value)
+            runs = self.runs_for(unit, value, state.bracket.rounds)
+            launch += [r for r in runs if not self.known(r.run_id, now)]
+        return rows, launch, list(decision.freeze)
+
+    def known(self, run_id: str, now: int) -> bool:
+        """Whether the run's outcome is known at logical step `now`."""
+        return run_id in self.outcomes and self.known_at.get(run_id, 0) <= now
 
     def bracket(self, unit: Unit) -> searching.Bracket:
         """The unit's first bracket: the spec's bounds, or with `law_axis` the neighbourhood of the

@@ -1,6 +1,12 @@
 """The sweep driver: the loop that connects searches on the host (driver.searches), buckets of slots on
 the device (driver.compiles), results in the store (driver.rows) and stop requests (driver.signals).
 
+Searches run with a round barrier (`plan.knobs.speculation` = 0: a CPU's plan, today's schedule) or
+without one (jaxmem.plan.scheduler, an accelerator's plan): then every segment runs a fixed number of
+program steps, decisions are taken at segment ends on that logical clock only, and the clock is stored
+(meta CLOCK, each runner's checkpoint), so a resumed sweep decides as an undisturbed one would. Either
+way the store's timeline holds each run's logical start, end and outcome step (jaxmem.persistence.timeline).
+
 The driver is resumable by construction: the state of every threshold search is replayed from the
 runs already in the store, in-flight runs come back from their bucket's checkpoint, and everything
 else is recomputed deterministically. A bucket is checkpointed after a segment once half a segment's
@@ -46,6 +52,7 @@ from jaxmem.spec.sweep import SweepSpec, run_budget
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "Interrupted", "Sweep", "Unit", "claim", "run_sweep"]
 log = logging.getLogger("jaxmem")
+CLOCK = "clock"  # meta key: the logical step (program steps since the sweep began) the driver has reached
 
 
 class Sweep:
@@ -99,7 +106,9 @@ class Sweep:
             lambda run_id: self.pending.get(run_id),
             self.step_budget,
             self.plan.knobs.segment_seconds,
+            self.plan.knobs.segment_steps // self.settings.eval_every if self.plan.knobs.speculation else 0,
         )
+        self.clock = int(store.meta().get(CLOCK, 0))
 
     def step_budget(self, run: Run) -> int:
         """The run's step budget: `train.steps`, or the spec's step expression at the run's config."""
@@ -133,7 +142,7 @@ class Sweep:
     def run(self) -> None:
         watch = self.stopper.watch
         try:
-            self._run()
+            self._run_speculative() if self.plan.knobs.speculation else self._run()
         except Exception:  # the Abandoned the stop handler raised, or an error JAX made of it (in a callback)
             if watch.abandoned is None:
                 raise
@@ -146,7 +155,7 @@ class Sweep:
     def _run(self) -> None:
         programs = self.programs
         while True:
-            self.store.add_searches(self.refresh())
+            self._add_searches(self.refresh())
             self._enqueue_pending()
             programs.check_signal()
             active = [r for r in programs.runners.values() if r.has_work()]
@@ -162,25 +171,142 @@ class Sweep:
                 continue
             runner = active[self.turn % len(active)]
             self.turn += 1
+            runner.clock = self.clock
             segment = self._step(runner)
             self.busy = None
             if segment is None:
                 continue
-            finished, trajectory, steps = segment
-            self.store.add_runs(
-                [self.rows.run_row(f, runner) for f in finished],
-                self.rows.kept(trajectory),
-                self.rows.final_eval(finished),
-            )
-            self.searches.outcomes.update((f.run.run_id, (self.rows.success(f), f.diverged)) for f in finished)
+            self._store(runner, segment, self.clock + runner.program_steps)
+            self.clock += runner.program_steps
+            self.store.set_meta({CLOCK: self.clock})
             runner.checkpoint()
             programs.start_compiled(wait=False)
-            self.progress.advance(steps=steps, runs=len(finished))
-            for line in self.rows.notes(finished):
-                self.progress.note(line)
-        for runner in programs.runners.values():
+        self._close()
+
+    def _store(self, runner: BucketRunner, segment: tuple, known_at: int) -> None:
+        """Store a segment's finished runs, known to the driver at logical step `known_at`, and count them."""
+        finished, trajectory, steps = segment
+        self.store.add_runs(
+            [self.rows.run_row(f, runner) for f in finished],
+            self.rows.kept(trajectory),
+            self.rows.final_eval(finished),
+            [("run", f.run.run_id, f.start, f.start + f.steps, known_at, "done") for f in finished],
+        )
+        self.searches.outcomes.update((f.run.run_id, (self.rows.success(f), f.diverged)) for f in finished)
+        self.searches.known_at.update((f.run.run_id, known_at) for f in finished)
+        self.progress.advance(steps=steps, runs=len(finished))
+        for line in self.rows.notes(finished):
+            self.progress.note(line)
+
+    def _close(self) -> None:
+        """The sweep is done: its runners closed, its checkpoints removed."""
+        for runner in self.programs.runners.values():
             runner.close(remove_checkpoints=True)
         shutil.rmtree(self.out_dir / "checkpoints", ignore_errors=True)  # also those of a run killed after its last row
+
+    def _add_searches(self, rows: list[dict]) -> None:
+        """Store the searches that ended at the current logical step."""
+        self.store.add_searches(rows)
+        self.store.add_timeline([("search", r["unit"], 0, self.clock, self.clock, "done") for r in rows])
+
+    # -- without a round barrier ------------------------------------------------------------------------
+    def _run_speculative(self) -> None:
+        """Segments of `segment_steps` program steps; at each boundary the searches (Searches.decide)
+        freeze the probes no round wants and queue the wanted ones, most wanted first. Every bucket's
+        compile is waited for before a segment (a compile's wall time must not move runs on the clock),
+        and every runner with work runs one segment per boundary."""
+        programs, depth = self.programs, self.plan.knobs.speculation
+        self._restore_runners()
+        while True:
+            rows, launch, freeze = self.searches.decide(self.clock, depth, self._running())
+            self._add_searches(rows)
+            self._freeze(freeze)
+            self._launch(launch)
+            programs.check_signal()
+            while programs.compiling is not None:
+                programs.start_compiled(wait=True)
+            active = [programs.runners[b] for b in sorted(programs.runners) if programs.runners[b].has_work()]
+            self.progress.update(
+                done=len(self.searches.outcomes),
+                pending=len(self.pending),
+                searches=(len(self.searches.done), len(self.mine)),
+            )
+            if not active:
+                break
+            end = self.clock + self.plan.knobs.segment_steps
+            for runner in active:
+                runner.clock = self.clock
+                segment = self._step(runner)
+                self.busy = None
+                if segment is not None:
+                    self._store(runner, segment, end)
+            self._tick(end)
+        self._close()
+
+    def _tick(self, end: int) -> None:
+        """Move the clock to the segment end `end`, store it and, when a runner's unsaved time is due,
+        checkpoint every runner at it (an empty one too: a checkpoint from another step is not restored)."""
+        self.clock = end
+        self.store.set_meta({CLOCK: end})
+        runners = list(self.programs.runners.values())
+        for runner in runners:
+            runner.clock = end
+        if any(r.due() for r in runners):
+            for runner in runners:
+                runner.checkpoint(force=True, empty=True)
+
+    def _running(self) -> dict[str, set[int]]:
+        """unit id -> the values with a run in a slot."""
+        running: dict[str, set[int]] = {}
+        for runner in self.programs.runners.values():
+            for run in runner.slots:
+                if run is not None:
+                    running.setdefault(run.unit, set()).add(run.value)
+        return running
+
+    def _freeze(self, probes: list[tuple[str, int]]) -> None:
+        """Take the runs of the frozen probes out of their slots; store them as frozen at this step."""
+        frozen = {(unit, value) for unit, value in probes}
+        rows = []
+        for runner in self.programs.runners.values():
+            for run in [r for r in runner.slots if r is not None and (r.unit, r.value) in frozen]:
+                start, steps = runner.withdraw(run.run_id)
+                rows.append(("run", run.run_id, start, start + steps, self.clock, "frozen"))
+        self.store.add_timeline(rows)
+
+    def _launch(self, runs: list[Run]) -> None:
+        """Queue the runs to launch, in their order, in their buckets (a runner's queue becomes exactly
+        these: a probe wanted no more leaves it); a bucket without a program starts its compile."""
+        self.pending = {r.run_id: r for r in runs}
+        by_bucket: dict[str, list[Run]] = {b: [] for b in self.programs.runners}
+        for run in runs:
+            by_bucket.setdefault(self.bucket_for(run).id, []).append(run)
+        for bucket, queued in by_bucket.items():
+            if bucket in self.programs.runners:
+                self.programs.runners[bucket].requeue(queued)
+            else:
+                for run in queued:
+                    self.programs.hand_over(run)
+
+    def _restore_runners(self) -> None:
+        """On a resume, the runners of the buckets that have a checkpoint, their slots as at the stored
+        clock (a checkpoint from another step is not used: its runs start again). The runs in slots then
+        were wanted one segment before."""
+        if not self.clock:
+            return
+        self.pending = self.searches.wanted_runs(
+            self.clock - self.plan.knobs.segment_steps, self.plan.knobs.speculation
+        )
+        templates = {}
+        for run in self.pending.values():
+            templates.setdefault(self.bucket_for(run), run)
+        for bucket, run in templates.items():
+            if (self.out_dir / "checkpoints" / bucket.id).is_dir():
+                runner = self.programs.new_runner(bucket, run, self.layout.slots_for(bucket, run.config))
+                if runner.restored_clock != self.clock:
+                    runner.forget()
+                runner.clock = self.clock
+                self.programs.runners[bucket.id] = runner
 
     def _enqueue_pending(self) -> None:
         """Hand every pending run over once (see Programs.hand_over): its bucket and the runner's checks

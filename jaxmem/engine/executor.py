@@ -47,6 +47,7 @@ class Finished:
     at_points: list[dict] = dataclasses.field(default_factory=list)  # test-time axes: the final
     # parameters' metrics at each point of Settings.final_eval's product, in its order
     untrained: dict = dataclasses.field(default_factory=dict)  # the experiment's metrics at initialisation
+    start: int = 0  # the logical step (BucketRunner.clock) at which its slot was filled
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,12 +137,20 @@ class BucketRunner:
         lookup: Callable[[str], Run | None],
         segment_seconds: float = 2.0,
         budget: Callable[[Run], int] | None = None,
+        segment_blocks: int = 0,
     ):
-        """`budget(run)`: a run's own step budget (default: `settings.steps` for every run)."""
+        """`budget(run)`: a run's own step budget (default: `settings.steps` for every run);
+        `segment_blocks`: every segment runs exactly this many evaluation blocks, however many runs
+        finish in it (a logical clock: jaxmem.plan.scheduler), instead of about `segment_seconds`."""
         self.exp, self.bucket, self.settings, self.program = exp, bucket, settings, program
         self.budget = budget or (lambda run: settings.steps)
         slots = self.n_slots = program.slots
-        self.segment_seconds = segment_seconds
+        self.segment_seconds, self.segment_blocks = segment_seconds, segment_blocks
+        self.clock = 0  # the logical step the driver is at: a run placed in a slot starts there
+        self.start = np.zeros(slots, np.int64)  # each slot's run's logical start
+        self.seen_steps = np.zeros(slots, np.int64)  # each slot's steps after the last segment
+        self.program_steps = 0  # program steps the last segment ran
+        self.restored_clock: int | None = None  # the clock of the checkpoint restored
         self.slots: list[Run | None] = [None] * slots
         self.wall = np.zeros(slots)
         self.queue: collections.deque[Run] = collections.deque()
@@ -178,8 +187,35 @@ class BucketRunner:
             self.queue.append(run)
             self.queued_ids.add(run.run_id)
 
+    def withdraw(self, run_id: str) -> tuple[int, int] | None:
+        """Take a run out (a probe no search wants any more): (its logical start, the steps it ran) if it
+        held a slot, which is vacant from the next segment on; None if it was queued or not held."""
+        if run_id in self.queued_ids:
+            self.queue = collections.deque(r for r in self.queue if r.run_id != run_id)
+            self.queued_ids.discard(run_id)
+            return None
+        for i, r in enumerate(self.slots):
+            if r is not None and r.run_id == run_id:
+                self.slots[i] = None
+                return int(self.start[i]), int(self.seen_steps[i])
+        return None
+
+    def forget(self) -> None:
+        """Empty every slot (a restored checkpoint from another logical step than the driver's)."""
+        self.slots = [None] * self.n_slots
+        self.rederive[:] = False
+
+    def requeue(self, runs: list[Run]) -> None:
+        """The queue becomes `runs` in this order, less those already in a slot (the next segment fills
+        its free slots from the front)."""
+        self.queue.clear()
+        self.queued_ids.clear()
+        for run in runs:
+            self.enqueue(run)
+
     def _place(self, i: int, run: Run) -> None:
         self.slots[i] = run
+        self.start[i] = self.clock
         for k, v in traced_values(self.exp, run.config).items():
             self.dyn[k][i] = v
         self.dyn["lr"][i] = run.lr
@@ -204,7 +240,10 @@ class BucketRunner:
     def next_blocks(self) -> int:
         """Evaluation blocks the next segment may run: about `segment_seconds` of them once a segment
         has timed one (the first runs a single block)."""
-        blocks = 1 if self.sec_per_block is None else max(1, int(self.segment_seconds / self.sec_per_block))
+        if self.segment_blocks:
+            blocks = self.segment_blocks
+        else:
+            blocks = 1 if self.sec_per_block is None else max(1, int(self.segment_seconds / self.sec_per_block))
         if self.settings.history:  # one evaluation per block, plus the initial one of a refilled slot
             blocks = min(blocks, self.settings.history - 1)
         return blocks
@@ -229,7 +268,8 @@ class BucketRunner:
         before = np.asarray(state.step) if self.state is not None else np.zeros(self.n_slots, np.int32)
         before = np.where(refill, 0, before)
         max_blocks = self.next_blocks()
-        stop_after = max(1, self.n_slots // 4) if self.queue else self.n_slots + 1
+        early = self.queue and not self.segment_blocks  # a fixed segment never ends early to refill
+        stop_after = max(1, self.n_slots // 4) if early else self.n_slots + 1
         start = time.perf_counter()
         rederive, self.rederive = self.rederive & ~refill, np.zeros(self.n_slots, bool)
         self.state, blocks = self.program.run(state, *self._args(refill, vacant, rederive, max_blocks, stop_after))
@@ -257,6 +297,8 @@ class BucketRunner:
         live = ~vacant
         self.wall[live] += elapsed / max(live.sum(), 1)
         steps_taken = int(np.sum((summary["step"] - before)[live]))
+        self.program_steps = int(np.max((summary["step"] - before)[live], initial=0))
+        self.seen_steps = np.asarray(summary["step"], np.int64)
         trajectory = [
             (r.run_id, int(summary["history_step"][i, j]), {k: float(v[i, j]) for k, v in summary["history"].items()})
             for i, r in enumerate(self.slots)
@@ -278,6 +320,7 @@ class BucketRunner:
                         wall=float(self.wall[i]),
                         at_points=at_points[i] if at_points else [],
                         untrained={k: float(v[i]) for k, v in summary["untrained"].items()},
+                        start=int(self.start[i]),
                     )
                 )
                 self.slots[i] = None
@@ -304,11 +347,16 @@ class BucketRunner:
         return device_zeros(self.abstract_state, self.shard)
 
     # -- checkpoints -----------------------------------------------------------------------------
-    def checkpoint(self, force: bool = False) -> None:
+    def due(self) -> bool:
+        """Whether half a segment's time or more is unsaved."""
+        return self.unsaved_s >= self.segment_seconds / 2
+
+    def checkpoint(self, force: bool = False, empty: bool = False) -> None:
         """Save the slots' state once half a segment's time or more is unsaved (or with `force`): a
         checkpoint costs tens of milliseconds, more than the calibration segment or a short last one
-        it would protect."""
-        if self.state is None or not self.occupied or not (force or self.unsaved_s >= self.segment_seconds / 2):
+        it would protect. `empty`: save it with no slot occupied too (its clock says the runner was
+        empty then)."""
+        if self.state is None or not (self.occupied or empty) or not (force or self.due()):
             return
         self.unsaved_s = 0.0
         self.checkpoints.save(
@@ -317,6 +365,8 @@ class BucketRunner:
                 "slots": [r.run_id if r else None for r in self.slots],
                 "wall": self.wall.tolist(),
                 "n_slots": self.n_slots,
+                "clock": self.clock,
+                "start": self.start.tolist(),
             },
         )
 
@@ -327,12 +377,15 @@ class BucketRunner:
         saved, meta = restored
         if meta.get("n_slots") != self.n_slots:
             return
+        self.restored_clock = self.clock = meta.get("clock", 0)
         for i, run_id in enumerate(meta["slots"]):
             run = lookup(run_id) if run_id else None
             if run is not None:
                 self._place(i, run)
+                self.start[i] = meta.get("start", self.start)[i]
                 self.wall[i] = meta["wall"][i]
                 self.rederive[i] = True
+        self.seen_steps = np.asarray(jax.device_get(saved["step"]), np.int64)
         self.state = with_blank_problem(saved, self.abstract_state, self.shard)
 
     def close(self, remove_checkpoints: bool = False) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from jaxmem.persistence.store import CHECKED, FILENAME, Store, StoreError, disk_error
 
 SHARDS = "shards"
-_KEYED = ("runs", "searches", "trajectories", "final_eval")  # rows keyed by ids; meta is the folder's own
+_KEYED = ("runs", "searches", "trajectories", "final_eval", "timeline")  # rows keyed by ids; meta is the folder's own
 
 
 def shard_dir(out_dir: Path, process_id: int) -> Path:

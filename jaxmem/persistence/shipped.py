@@ -24,9 +24,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from jaxmem.persistence.store import CHECKED, FILENAME, Store, StoreError
+from jaxmem.persistence.store import CHECKED, FILENAME, LATER, Store, StoreError
 
 FORMAT = "jaxmem export 1"
+SHIPPED = tuple(t for t in CHECKED if t not in LATER)  # the timeline is how a sweep ran, not what it found
 MANIFEST = "manifest.json"
 METRIC_KEYS = ("run_id", "step")  # the trajectories columns that are no metric
 FLOAT32 = np.finfo(np.float32)
@@ -48,7 +49,7 @@ def export_results(folder: str | Path, target: str | Path) -> dict:
     their manifest; return the manifest."""
     store = Store(Path(folder), write=False)
     try:
-        frames = {name: store.table(name) for name in CHECKED}
+        frames = {name: store.table(name) for name in SHIPPED}
     finally:
         store.close()
     target = Path(target)
@@ -105,7 +106,7 @@ def verified_tables(source: Path) -> dict[str, pd.DataFrame]:
     """Every table of an export, as the store's columns; ExportError naming a file that is missing, or whose
     sha256 or row count differs from the manifest's, or a table the manifest lacks."""
     files = manifest_of(source)["files"]
-    missing = set(CHECKED) - {entry["table"] for entry in files.values()}
+    missing = set(SHIPPED) - {entry["table"] for entry in files.values()}
     if missing:
         raise ExportError(f"{source / MANIFEST} lists no file of table {', '.join(sorted(missing))}")
     frames = {}

@@ -67,6 +67,9 @@ CREATE TABLE IF NOT EXISTS final_eval (
     PRIMARY KEY (run_id, point));
 CREATE TABLE IF NOT EXISTS compiles (
     bucket TEXT NOT NULL, shape TEXT NOT NULL, slots INTEGER NOT NULL, seconds REAL NOT NULL, at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS timeline (
+    kind TEXT NOT NULL, id TEXT NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL, known_at INTEGER NOT NULL,
+    status TEXT NOT NULL, PRIMARY KEY (kind, id, start));
 """
 
 RUN_COLUMNS = (
@@ -113,7 +116,12 @@ CHECKED = {  # every table, with the columns its rows' checksums cover
     "final_eval": ("run_id", "point", "at", "metrics"),  # point: its index in the axes' product; at: its values
     "meta": ("key", "value"),
     "compiles": ("bucket", "shape", "slots", "seconds", "at"),
+    # the logical timeline (program steps since the sweep began): a run ("run", run id) from the step its
+    # slot was filled to the step it stopped (status "done") or was frozen ("frozen": no outcome, not a
+    # failure), known to the driver at `known_at`; a search ("search", unit) from 0 to the step it ended
+    "timeline": ("kind", "id", "start", "end", "known_at", "status"),
 }
+LATER = ("timeline",)  # tables newer than the row counts: an older store has neither them nor their count
 ORDER = {  # the canonical order of each table's rows in every read (a total order: keys come last)
     "runs": ("point", "seed", "value", "lr", "run_id"),
     "searches": ("point", "seed", "unit"),
@@ -121,6 +129,7 @@ ORDER = {  # the canonical order of each table's rows in every read (a total ord
     "final_eval": ("run_id", "point"),
     "meta": ("key",),
     "compiles": ("at", "bucket", "shape", "slots", "seconds"),
+    "timeline": ("kind", "start", "id"),
 }
 COUNTS = "counts"  # per table of CHECKED: the rows ever written to it (name, rows, checksum)
 SESSION = "session"  # meta key: {"started_at", "elapsed_s"} of the latest `jaxmem run`, written as it starts
@@ -219,6 +228,11 @@ class Store:
                     f"INSERT INTO {COUNTS} VALUES (?1, ?2, row_hash(?1, ?2))",
                     [(table, rows_in(self.db, table)) for table in CHECKED],
                 )
+            counted = {name for (name,) in self.db.execute(f"SELECT name FROM {COUNTS}")}
+            self.db.executemany(  # a table newer than the store's counts starts from the rows it holds
+                f"INSERT INTO {COUNTS} VALUES (?1, ?2, row_hash(?1, ?2))",
+                [(table, rows_in(self.db, table)) for table in CHECKED if table not in counted],
+            )
             for column in (c for c in RUN_COLUMNS if c not in have):
                 self.db.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
             for table, columns in CHECKED.items():
@@ -269,9 +283,10 @@ class Store:
         rows: Iterable[dict],
         trajectory: Iterable[tuple[str, int, dict]] = (),
         final_eval: Iterable[tuple[str, int, dict, dict]] = (),
+        timeline: Iterable[tuple] = (),
     ) -> None:
-        """Append finished runs, trajectory points and test-time evaluations (run_id, point index,
-        point, metrics) in one transaction; existing ids are kept."""
+        """Append finished runs, trajectory points, test-time evaluations (run_id, point index, point,
+        metrics) and timeline rows (see add_timeline) in one transaction; existing ids are kept."""
         with self._writing():
             self.db.executemany(
                 _insert("runs"),
@@ -282,6 +297,7 @@ class Store:
                 _insert("final_eval"),
                 [(run, i, json.dumps(at), json.dumps(m)) for run, i, at, m in final_eval],
             )
+            self.db.executemany(_insert("timeline"), timeline)
 
     def add_trajectory(self, points: Iterable[tuple[str, int, dict]]) -> None:
         self.db.executemany(
@@ -302,6 +318,27 @@ class Store:
                 _insert("compiles", "INSERT"),
                 (bucket, json.dumps(shape, sort_keys=True), slots, seconds, at),
             )
+
+    def probed(self) -> dict[str, set[int]]:
+        """unit (point/seed) -> the searched values of its stored runs."""
+        rows = self.db.execute("SELECT point, seed, value FROM runs WHERE value IS NOT NULL")
+        units: dict[str, set[int]] = {}
+        for point, seed, value in rows:
+            units.setdefault(f"{point}/{seed}", set()).add(int(value))
+        return units
+
+    def add_timeline(self, rows: Iterable[tuple]) -> None:
+        """Append timeline rows (kind, id, start, end, known_at, status); existing keys are kept (a
+        resumed sweep replaying a segment writes the same rows again)."""
+        with self._writing():
+            self.db.executemany(_insert("timeline"), rows)
+
+    def known_at(self) -> dict[str, int]:
+        """run id -> the logical step its outcome became known (a store older than the timeline: none)."""
+        if "timeline" not in tables_of(self.db):
+            return {}
+        rows = self.db.execute("SELECT id, known_at FROM timeline WHERE kind = 'run' AND status = 'done'")
+        return dict(rows)
 
     def add_rows(self, table: str, rows: Iterable[tuple]) -> None:
         """Append rows of `table`, each a tuple of its CHECKED columns' values, in one transaction (an
@@ -337,6 +374,8 @@ class Store:
         """A table's rows in the canonical order (ORDER), with every column this version writes (a
         store written by an older one, read without migrating it, lacks some: they are empty), its
         flags as bools."""
+        if name in LATER and name not in tables_of(self.db):
+            return pd.DataFrame(columns=list(CHECKED[name]))
         frame = pd.read_sql_query(f"SELECT * FROM {name} ORDER BY {', '.join(ORDER[name])}", self.db)
         frame = frame.reindex(columns=list(CHECKED[name]))
         for column in ("diverged", "success", "non_monotone"):
@@ -465,7 +504,7 @@ def _recount(table: str, sign: str) -> str:
 def _missing_tables(db: sqlite3.Connection, tables: Iterable[str]) -> str | None:
     """What a file only read lacks of `tables` (one written by an older version, or whose creation was
     cut short), or None. A file opened for writing has them all: they are created."""
-    missing = [table for table in tables if table not in tables_of(db)]
+    missing = [table for table in tables if table not in tables_of(db) and table not in LATER]
     if not missing:
         return None
     return (
@@ -486,7 +525,8 @@ def _lost_rows(db: sqlite3.Connection) -> str | None:
     with snapshot(db):  # a run writing meanwhile adds rows and counts together
         written = dict(db.execute(f"SELECT name, rows FROM {COUNTS}"))
         tally = {t: (rows_in(db, t) if t in present else 0, written[t]) for t in CHECKED if t in written}
-    tally[COUNTS] = (len(written.keys() & CHECKED.keys()), len(CHECKED))
+    expected = [t for t in CHECKED if t not in LATER or t in written or (t in present and rows_in(db, t))]
+    tally[COUNTS] = (len(written.keys() & set(expected)), len(expected))
     wrong = [_miscount(table, stored, count) for table, (stored, count) in tally.items() if stored != count]
     if not wrong:
         return None

@@ -34,6 +34,14 @@ MAX_SLOTS = {"cpu": 32, "gpu": 4096, "tpu": 4096}
 # in 2–4 s and trains at 10–40 GFLOP/s; an accelerator's, COMPILE_SECONDS × FLOPS_PER_SECOND.
 COMPILE_FLOPS = {"cpu": 5e10, "gpu": 1e14, "tpu": 3e14}
 ACCELERATORS = ("gpu", "tpu")
+# Rounds a search probes ahead of its current one (jaxmem.plan.scheduler): a guessed probe costs a slot
+# that would otherwise sit frozen on an accelerator, whose step costs its floor until the slots' work
+# exceeds it (benchmarks/RESULTS_search_latency.md: depth 2 cuts the Fig 1 grids' critical path from 3
+# step budgets to 1.25-1.41 for 1.01-1.09x the run-steps; depth 3 changes nothing there). On a CPU each
+# slot costs its work: no speculation, the round barrier.
+SPECULATION = {"cpu": 0, "gpu": 2, "tpu": 2}
+DECISIONS_PER_BUDGET = 16  # segments per step budget when speculating: every budget / 16 steps (ibid.:
+# 1.10 budgets on average against 1.06 deciding at every evaluation, with 16x fewer host syncs)
 
 
 def slots_per_device(padded_flops: float, live_runs: int, platform: str, max_slots: int = 0) -> int:

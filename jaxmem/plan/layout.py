@@ -27,6 +27,8 @@ class Knobs:
     probes: int  # K interior probes per search round
     max_slots: int  # runs per program per device; 0 = from the work per step
     segment_seconds: float  # host syncs (and checkpoints) about this often
+    speculation: int = 0  # rounds a search probes ahead of its current one (0: the round barrier)
+    segment_steps: int = 0  # with speculation: program steps per segment (decisions at each end)
 
     @classmethod
     def of_spec(cls, spec: SweepSpec) -> "Knobs":
@@ -40,6 +42,8 @@ class Knobs:
             probes=spec.search.probes if spec.search else 0,
             max_slots=engine.max_slots,
             segment_seconds=engine.segment_seconds,
+            speculation=engine.speculation,
+            segment_steps=engine.segment_steps,
         )
 
     def given_by(self, spec: SweepSpec) -> frozenset[str]:

@@ -24,7 +24,7 @@ import math
 from jaxmem.experiments.interface import SIZE, Experiment
 from jaxmem.plan import search as searching
 from jaxmem.plan import throughput
-from jaxmem.plan.costs import ACCELERATORS
+from jaxmem.plan.costs import ACCELERATORS, DECISIONS_PER_BUDGET, SPECULATION
 from jaxmem.plan.layout import Knobs, Layout
 from jaxmem.plan.target import Target
 from jaxmem.spec.expr import evaluate
@@ -32,7 +32,15 @@ from jaxmem.spec.sweep import SweepSpec
 
 PROBE_CHOICES = (1, 2, 3, 5, 7, 11, 15, 23, 31, 47, 63)
 ACCELERATOR_SEGMENT_SECONDS = 20.0  # host syncs cost an accelerator a step's latency each: fewer of them
-PINNED = ("pad_ratio", "search_pad_ratio", "search_pad_floor", "pad_to_max", "probes")  # what results depend on
+PINNED = (  # what results (and, for a resumed search, its timeline: jaxmem.plan.scheduler) depend on
+    "pad_ratio",
+    "search_pad_ratio",
+    "search_pad_floor",
+    "pad_to_max",
+    "probes",
+    "speculation",
+    "segment_steps",
+)
 THRESHOLDS = 12  # answers tried (geometrically over a bracket) when counting a search's rounds
 MEMORY_SHARE = 0.8  # of a device's memory, what the estimates assume a program may use (--memory-cap's default)
 
@@ -68,12 +76,36 @@ def plan(spec: SweepSpec, exp: Experiment, target: Target, pinned: dict | None =
     given = base.given_by(spec)
     if pinned:
         knobs = dataclasses.replace(base, **{k: _as_field(k, v) for k, v in pinned.items() if k in PINNED})
-        note = "padding and probes pinned by this folder's first run"
+        note = "padding, probes and speculation pinned by this folder's first run"
         return Plan(knobs, target, estimate(spec, exp, knobs, target), (note,))
     if target.platform not in ACCELERATORS:
+        knobs, notes = speculating(spec, base, given, target.platform)
         note = f"{target.platform}: the spec's engine settings"
-        return Plan(base, target, estimate(spec, exp, base, target), (note,))
+        return Plan(knobs, target, estimate(spec, exp, knobs, target), (note, *notes))
     return _accelerator_plan(spec, exp, target, base, given)
+
+
+def speculating(spec: SweepSpec, knobs: Knobs, given: frozenset[str], platform: str) -> tuple[Knobs, tuple[str, ...]]:
+    """`knobs` with the searches' speculation depth (the spec's, else the device's: costs.SPECULATION)
+    and, where it speculates, the segment length in program steps (the spec's, else a step budget /
+    DECISIONS_PER_BUDGET, in whole evaluations); the decisions in words. Only a verified search on a
+    linear evaluation schedule speculates: `paper` mode keeps the authors' binary search, and a log
+    schedule's evaluation blocks have no common length to count a logical clock in."""
+    depth = knobs.speculation if "speculation" in given else SPECULATION.get(platform, 0)
+    if depth and (spec.search is None or spec.search.mode == "paper" or spec.train.eval_schedule == "log"):
+        why = "no search" if spec.search is None else "paper mode" if spec.search.mode == "paper" else "log schedule"
+        return dataclasses.replace(knobs, speculation=0, segment_steps=0), (f"no speculation ({why}): round barrier",)
+    if not depth:
+        return dataclasses.replace(knobs, speculation=0, segment_steps=0), ()
+    every = spec.train.eval_every
+    steps = (
+        knobs.segment_steps if "segment_steps" in given else spec.train.steps // DECISIONS_PER_BUDGET // every * every
+    )
+    if steps % every:
+        raise ValueError(f"engine.segment_steps: {steps} is not a multiple of train.eval_every = {every}")
+    steps = max(every, steps)
+    words = f"searches speculate {depth} round(s) ahead, no round barrier; segments of {steps:,} program steps"
+    return dataclasses.replace(knobs, speculation=depth, segment_steps=steps), (words,)
 
 
 def _accelerator_plan(spec: SweepSpec, exp: Experiment, target: Target, base: Knobs, given: frozenset[str]) -> Plan:
@@ -89,7 +121,8 @@ def _accelerator_plan(spec: SweepSpec, exp: Experiment, target: Target, base: Kn
             candidate = dataclasses.replace(knobs, probes=k)
             options.append((estimate(spec, exp, candidate, target), words, candidate))
     best, words, knobs = min(options, key=lambda o: (o[0].seconds, o[2].probes))
-    notes = [f"padding: {words}"]
+    knobs, speculation = speculating(spec, knobs, given, target.platform)
+    notes = [f"padding: {words}", *speculation]
     if spec.search and "probes" not in given and spec.search.mode != "paper":
         notes.append(f"{knobs.probes} probes per round (the fastest of {', '.join(map(str, PROBE_CHOICES))})")
     if "segment_seconds" not in given:

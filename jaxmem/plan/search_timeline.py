@@ -95,3 +95,46 @@ def next_boundary(now: int, segment: int, ends: list[int]) -> int:
     """The first boundary after `now` at which a running probe's outcome is known: nothing changes at
     the ones before it (no outcome arrives, so no state, and no decision, does)."""
     return max(now + segment, -(-min(ends) // segment) * segment)
+
+
+POSITIONS = (0.2, 0.4, 0.6, 0.8)  # where, between a bracket's ends (geometrically), estimate puts the answers
+SUCCESS_SHARE = 0.25  # of the step budget, a success takes in estimate (failures take all of it)
+
+
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    path: float  # the critical path, program steps: the last search's end, averaged over POSITIONS
+    search_mean: float  # the searches' mean end, likewise
+    run_steps: float
+    slots: int
+
+    def describe(self, budget: int) -> str:
+        occupancy = self.run_steps / (self.slots * self.path) if self.slots and self.path else float("nan")
+        return (
+            f"critical path about {self.path:,.0f} program steps ({self.path / budget:.2f} step budgets, searches "
+            f"end at {self.search_mean / budget:.2f} on average); run-steps about {self.run_steps:,.0f}; slots' "
+            f"occupancy about {occupancy:.0%} of {self.slots} slots"
+        )
+
+
+def estimate(
+    spec: SearchSpec, first: Mapping[Hashable, Bracket], depth: int, segment: int, slots: int, budget: int, every: int
+) -> Estimate:
+    """The critical path, run-steps and occupancy of the searches `first` under the round barrier
+    (`depth` 0) or the scheduler speculating `depth` rounds, in `slots` slots, deciding every `segment`
+    steps (`simulate`, as benchmarks/search_latency.py does), on a stated outcome model: every search's
+    answer at each of POSITIONS across its first bracket in turn, outcomes monotone, a success known
+    after SUCCESS_SHARE of the `budget` (in whole evaluations of `every` steps), a failure after all of it."""
+    policy = speculative(spec, first, depth) if depth else rounds(spec, first)
+    success = max(every, -(-int(SUCCESS_SHARE * budget) // every) * every)
+    paths, means, steps = [], [], []
+    for position in POSITIONS:
+        answer = {k: b.lo * (b.hi / b.lo) ** position for k, b in first.items()}
+        trial = lambda key, value, answer=answer: Trial(True, success) if value <= answer[key] else Trial(False, budget)  # noqa: E731
+        runs = simulate(policy, list(first), trial, segment, slots)
+        ends = [t.done_at for t in runs.values()]
+        paths.append(max(ends))
+        means.append(sum(ends) / len(ends))
+        steps.append(sum(t.run_steps for t in runs.values()))
+    n = len(POSITIONS)
+    return Estimate(sum(paths) / n, sum(means) / n, sum(steps) / n, slots)

@@ -81,6 +81,17 @@ class EngineSpec:
     )
     max_slots: Integer = key("runs per program; 0 = chosen from the work per step", 0, ge=0)
     segment_seconds: Number = key("host syncs (and checkpoints) about this often", 2.0, gt=0)
+    speculation: Integer = key(
+        "rounds a search probes ahead of its current one without a round barrier (0: the round barrier; "
+        "the planner's choice on an accelerator)",
+        0,
+        ge=0,
+    )
+    segment_steps: Integer = key(
+        "with speculation: program steps per segment, a multiple of train.eval_every (0: the planner's choice)",
+        0,
+        ge=0,
+    )
     record_trajectory: Flag = key("store every run's metrics at every evaluation", False)
     trajectory_per_decade: Integer = key(
         "with record_trajectory: keep k log-spaced evaluations per decade; 0 = all", 0, ge=0
