@@ -263,3 +263,14 @@ def test_the_gallery_counts_each_papers_entries_and_verdicts_from_its_generated_
         "| Paper A | 2 | 0 | 1 | 1 | 0 | 1 |\n| Paper B | 1 | 1 | 0 | 0 | 0 | 0 |\n| all | 3 | 1 | 1 | 1 | 0 | 1 |"
         in text
     )
+
+
+def test_a_targets_table_needs_only_its_shipped_presets_stores():
+    """A row of a paper preset without a store renders "not run here" and keeps the table renderable (and
+    checked); a row of a quick preset without a store (neither run nor shipped) does not."""
+    numbers = script()
+    rows = ("Rq | y | s quick | d = 8 | why", "Rp | y | s paper | d = 800 | why")
+    block = numbers.Block(Path("README.md"), "-", "-", "targets", (), (), rows)
+    found = {("s", "quick"): object(), ("s", "paper"): None}
+    assert numbers.has_numbers(block, found)
+    assert not numbers.has_numbers(block, {**found, ("s", "quick"): None})
