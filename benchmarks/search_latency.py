@@ -64,6 +64,7 @@ PROBES = (7, 11, 23)  # probes per round compared besides the planner's: the H20
 TODAY_PROBES = 11  # the plan of the H200 run (RESULTS_gpu_throughput.md): today's rounds
 VERDICT_DEPTH = 2
 TARGET_PATH, TARGET_RUN_STEPS = 1.5, 1.3  # issue 38: budgets per search; ÷ today's run-steps
+DRIVER_SECTION = "## Measured in the driver"  # the results file's section on real sweeps (driver_critical_path.py)
 
 # Fitted with --fit (see the docstring): per bin of BELOW, the quantiles of steps-to-threshold ÷ budget;
 # per bin of ABOVE, the share of probes that still succeed.
@@ -433,7 +434,9 @@ def main() -> None:
         lines += section
         verdicts += verdict_lines
     lines += ["## Acceptance (issue 38, on the model)", "", *verdicts, "", *NOTES, ""]
-    Path(args.out).write_text("\n".join(lines))
+    out = Path(args.out)
+    kept = out.read_text().partition(DRIVER_SECTION)[2] if out.is_file() else ""  # written by hand: kept
+    Path(args.out).write_text("\n".join(lines) + (f"\n{DRIVER_SECTION}{kept}" if kept else ""))
     print("\n".join(lines))
 
 

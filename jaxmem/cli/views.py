@@ -290,7 +290,7 @@ class _NoStore:
     def meta(self):
         return {}
 
-    def known_at(self):
+    def known_at(self, kind="run"):
         return {}
 
     def probed(self):

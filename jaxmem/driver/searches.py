@@ -59,6 +59,7 @@ class Searches:
         self.outcomes = store.finished_runs()  # run id -> (success, diverged)
         self.known_at = store.known_at()  # run id -> the logical step its outcome became known
         self.probed = store.probed()  # unit id -> the values its runs were launched at
+        self.ended_at = store.known_at("search")  # unit id -> the logical step its search ended
         self.done = store.finished_searches()
         self.answers = store.search_answers()  # unit id -> answer (NaN when censored): seeds law brackets
         self.run_cache: dict[tuple, list[Run]] = {}  # see runs_for
@@ -100,7 +101,7 @@ class Searches:
         not waiting), `depth` rounds of speculation."""
         states = {}
         for unit in self.mine:
-            if unit.id in self.done or self.waiting(unit):
+            if self.ended(unit.id, now) or any(not self.ended(u.id, now) for u in self.earlier.get(unit.id, [])):
                 continue
             values = self.probed.get(unit.id, ())
             outcomes = {v: o for v in values if (o := self.outcome(unit, v)) is not None}
@@ -128,6 +129,7 @@ class Searches:
         for key, (unit, state) in self.states(now, depth).items():
             if state.done:
                 rows.append(self.finish(unit, state.bracket))
+                self.ended_at[key] = now
             else:
                 open_states[key] = unit, state
         decision = scheduler.decide({k: s for k, (_, s) in open_states.items()}, running, sys.maxsize)
@@ -138,6 +140,11 @@ class Searches:
             runs = self.runs_for(unit, value, state.bracket.rounds)
             launch += [r for r in runs if not self.known(r.run_id, now)]
         return rows, launch, list(decision.freeze)
+
+    def ended(self, unit_id: str, now: int) -> bool:
+        """Whether the unit's search had ended at logical step `now` (a search ended after it is open
+        again for a resumed sweep replaying from there)."""
+        return unit_id in self.done and self.ended_at.get(unit_id, 0) <= now
 
     def known(self, run_id: str, now: int) -> bool:
         """Whether the run's outcome is known at logical step `now`."""

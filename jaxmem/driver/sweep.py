@@ -289,32 +289,28 @@ class Sweep:
                     self.programs.hand_over(run)
 
     def _restore_runners(self) -> None:
-        """On a resume, the runners of the buckets that have a checkpoint, their slots as at the stored
-        clock (a checkpoint from another step is not used: its runs start again). The runs in slots then
-        were wanted one segment before."""
+        """On a resume, the runners of the buckets that have a checkpoint, and the clock at their latest
+        checkpoint (a runner checkpointed at another step was empty then: its slots are emptied), from
+        where the sweep replays: outcomes known later are run again. A run in a slot was wanted at some
+        segment end before."""
         if not self.clock:
             return
-        self.pending = self.searches.wanted_runs(
-            self.clock - self.plan.knobs.segment_steps, self.plan.knobs.speculation
-        )
+        knobs = self.plan.knobs
+        for step in range(0, self.clock, knobs.segment_steps):
+            self.pending.update(self.searches.wanted_runs(step, knobs.speculation))
         templates = {}
         for run in self.pending.values():
             templates.setdefault(self.bucket_for(run), run)
+        runners = self.programs.runners
         for bucket, run in templates.items():
             if (self.out_dir / "checkpoints" / bucket.id).is_dir():
-                runner = self.programs.new_runner(bucket, run, self.layout.slots_for(bucket, run.config))
-                if runner.restored_clock != self.clock:
-                    runner.forget()
-                runner.clock = self.clock
-                self.programs.runners[bucket.id] = runner
-
-    def _enqueue_pending(self) -> None:
-        """Hand every pending run over once (see Programs.hand_over): its bucket and the runner's checks
-        cost O(slots), too much to repeat after every segment."""
-        for run in self.pending.values():
-            if run.run_id not in self.enqueued:
-                self.programs.hand_over(run)
-                self.enqueued.add(run.run_id)
+                runners[bucket.id] = self.programs.new_runner(bucket, run, self.layout.slots_for(bucket, run.config))
+        restored = [r.restored_clock for r in runners.values() if r.restored_clock is not None]
+        self.clock = max(restored, default=self.clock)
+        for runner in runners.values():
+            if runner.restored_clock != self.clock:
+                runner.forget()
+            runner.clock = self.clock
 
 
 PLAN = "plan"  # meta key: the result-deciding settings of the folder's first run (planner.pinned_knobs)

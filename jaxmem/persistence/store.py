@@ -333,11 +333,12 @@ class Store:
         with self._writing():
             self.db.executemany(_insert("timeline"), rows)
 
-    def known_at(self) -> dict[str, int]:
-        """run id -> the logical step its outcome became known (a store older than the timeline: none)."""
+    def known_at(self, kind: str = "run") -> dict[str, int]:
+        """run id (or with kind "search", unit) -> the logical step its outcome became known (a store
+        older than the timeline: none)."""
         if "timeline" not in tables_of(self.db):
             return {}
-        rows = self.db.execute("SELECT id, known_at FROM timeline WHERE kind = 'run' AND status = 'done'")
+        rows = self.db.execute("SELECT id, known_at FROM timeline WHERE kind = ? AND status = 'done'", (kind,))
         return dict(rows)
 
     def add_rows(self, table: str, rows: Iterable[tuple]) -> None:
