@@ -312,6 +312,14 @@ class Sweep:
                 runner.forget()
             runner.clock = self.clock
 
+    def _enqueue_pending(self) -> None:
+        """Hand every pending run over once (see Programs.hand_over): its bucket and the runner's checks
+        cost O(slots), too much to repeat after every segment."""
+        for run in self.pending.values():
+            if run.run_id not in self.enqueued:
+                self.programs.hand_over(run)
+                self.enqueued.add(run.run_id)
+
 
 PLAN = "plan"  # meta key: the result-deciding settings of the folder's first run (planner.pinned_knobs)
 
