@@ -780,7 +780,7 @@ def load_headlines(
             continue
         folder = numbers_folder(results, scratch, block)
         if folder is not None and (rewrite or not (folder / "report.md").exists()):
-            report(folder, edited_report_table(str(spec_path(block.sweep)), block.preset, folder))
+            report(folder, edited_report_table(str(spec_path(block.sweep)), None, folder))
         found[key] = None if folder is None else headline(folder)
     return found
 

@@ -548,6 +548,9 @@ def test_a_crossing_states_whether_every_run_reaches_it_in_order():
     crossings = [{"metric": "loss", "below": 1, "label": "a"}, {"metric": "loss", "below": 0.5, "after": "b"}]
     read_report({"trajectory": {"crossings": crossings}}, problems, Context())
     assert problems == ["report.trajectory.crossings[1].after: no other crossing is labelled 'b'"]
+    crossings = [{"metric": "loss", "below": 1}, {"metric": "loss", "below": 2, "reached": True}]
+    crossings.append({"metric": "loss", "below": 0.5, "after": "loss ≤ 1"})  # a descriptive one states none
+    assert [c.judged for c in trajectory_spec({"crossings": crossings}).crossings] == [False, True, True]
 
 
 def test_a_config_field_named_step_keeps_apart_from_the_evaluated_step(tmp_path):

@@ -137,6 +137,7 @@ class Crossing:
     direction: str  # "below" or "above"
     label: str
     after: str | None = None  # the label of a crossing each run must reach first
+    judged: bool = False  # whether a verdict states that every run reaches it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,13 +149,15 @@ class CrossingTable:
     above: Expression | None = key("or the level it rises to", None, uses=RUN)
     label: Text | None = key("its name (default: 'metric ≤ level')", None)
     after: Text | None = key("the label of another crossing each run must reach first (a stage order)", None)
+    reached: Flag = key("state a verdict that every run reaches it (in order, with after)", False)
 
     def checked(self, given: dict, context: Context, path: str, problems: list[str]) -> Crossing | None:
         side = one_of({s: getattr(self, s) is not None for s in ("below", "above")}, path, problems)
         if side is None:
             return None
         level, sign = getattr(self, side), "≤" if side == "below" else "≥"
-        return Crossing(self.metric, level, side, self.label or f"{self.metric} {sign} {level}", self.after)
+        label = self.label or f"{self.metric} {sign} {level}"
+        return Crossing(self.metric, level, side, label, self.after, self.reached or self.after is not None)
 
 
 @dataclasses.dataclass(frozen=True)

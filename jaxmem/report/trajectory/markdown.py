@@ -105,7 +105,8 @@ def crossings_section(stages: pd.DataFrame, spec: TrajectorySpec, csv_name: str)
         row = [key_of(panel, series), len(group)]
         for c in spec.crossings:
             values = group[crossing_column(c.label, unit)].astype(float)
-            row.append(f"{spread(values)} ({int(np.isfinite(values).sum())}/{len(group)}) {reached(c, group, unit)}")
+            verdict = f" {reached(c, group, unit)}" if c.judged else ""
+            row.append(f"{spread(values)} ({int(np.isfinite(values).sum())}/{len(group)}){verdict}")
         rows.append(row)
     headers = ["runs of", "runs"] + [f"{c.label} [{unit}]" for c in spec.crossings]
     lines = [
@@ -115,9 +116,9 @@ def crossings_section(stages: pd.DataFrame, spec: TrajectorySpec, csv_name: str)
         "",
         *levels,
         "",
-        f"Mean ± std over runs, in {unit}s (runs crossed / runs), and the verdict that every run reaches it (in "
-        f"order, where a crossing names one to come first): FAIL when a finished run does not, PASS over "
-        f"{MIN_X} or more runs that all do, else INCONCLUSIVE:",
+        f"Mean ± std over runs, in {unit}s (runs crossed / runs), and, for a crossing the spec judges (`reached`, "
+        f"`after`), the verdict that every run reaches it (in order after the one named by `after`): FAIL when a "
+        f"finished run does not, PASS over {MIN_X} or more runs that all do, else INCONCLUSIVE:",
         "",
         markdown_table(headers, rows),
     ]

@@ -8,9 +8,10 @@ Rules (also in jaxmem.spec.report_tables):
   are skipped.
 - plateau: the first and last evaluated step with |value − near| ≤ tol, the length last − first, the
   evaluations in the band and the evaluations from first to last (equal for a contiguous plateau).
-- a crossing's verdict, per panel and series: every run reaches it (after the crossing named by `after`,
-  where given): FAIL when a finished run never does (or reaches it first), PASS when each of 3 or more runs
-  does, INCONCLUSIVE with fewer runs or a run still running that has not.
+- a judged crossing's verdict (`reached = true` or `after`), per panel and series: every run reaches it
+  (after the crossing named by `after`, where given): FAIL when a finished run never does (or reaches it
+  first), PASS when each of 3 or more runs does, INCONCLUSIVE with fewer runs or a run still running that
+  has not.
 """
 
 from __future__ import annotations
