@@ -70,6 +70,8 @@ Kinds (options key=value; lists comma-separated; quote a value with spaces):
                       one whose third cell is `not built` reads none either: "not run here (not built)"
   counts              (`<!-- numbers: - - counts -->`, docs/gallery.md) per paper (`## ` heading) its entries,
                       those not run here and how many verdicts of each outcome the file's generated blocks state
+  shipped             (`<!-- numbers: - - shipped -->`, sweeps/README.md) every shipped export (sweeps/*/data/):
+                      family, sweep, preset, sweep time, size, runs and trajectory rows, from its manifest
 `where` may be given more than once (every condition must hold); its value may list alternatives, where=H=1|4.
 
 Tolerance (--check): a block agrees with its rendering when the text between their numbers is the same and each
@@ -85,6 +87,7 @@ import argparse
 import dataclasses
 import difflib
 import importlib.util
+import json
 import os
 import re
 import shlex
@@ -659,7 +662,7 @@ def row_store(block: Block, row: str) -> Block | None:
 
 def stores_of(block: Block) -> list[Block]:
     """The stores a block reads: its own, or a targets table's rows'."""
-    if block.kind == "counts":
+    if block.kind in ("counts", "shipped"):
         return []
     if block.kind != "targets":
         return [block]
@@ -885,11 +888,12 @@ def render(block: Block, headline) -> str:
 
 
 def rewritten(path: Path, headlines: dict, chosen) -> str:
-    """`path`'s text with every chosen block rendered again, then its counts blocks from the text."""
+    """`path`'s text with every chosen block rendered again, then its counts blocks (from the text) and shipped
+    blocks (from the shipped exports' manifests)."""
 
     def replace(match: re.Match) -> str:
         block = parse_block(path, match.group("what"))
-        if block.kind == "counts" or not chosen(block):
+        if block.kind in ("counts", "shipped") or not chosen(block):
             return match.group(0)
         if block.kind == "targets":
             body = targets_kind(block, headlines)
@@ -898,14 +902,41 @@ def rewritten(path: Path, headlines: dict, chosen) -> str:
         return f"{match.group(1)}{body}\n{match.group(4)}"
 
     text = BLOCK.sub(replace, path.read_text())
-    counted = counts_table(text)
-    return BLOCK.sub(
-        lambda m: (
-            f"{m.group(1)}{counted}\n{m.group(4)}"
-            if parse_block(path, m.group("what")).kind == "counts"
-            else m.group(0)
-        ),
-        text,
+    tables = {"counts": lambda: counts_table(text), "shipped": shipped_table}
+
+    def from_files(match: re.Match) -> str:
+        kind = parse_block(path, match.group("what")).kind
+        return f"{match.group(1)}{tables[kind]()}\n{match.group(4)}" if kind in tables else match.group(0)
+
+    return BLOCK.sub(from_files, text)
+
+
+def shipped_table() -> str:
+    """The shipped block (`<!-- numbers: - - shipped -->`, sweeps/README.md): every shipped export's family,
+    sweep, preset, sweep time (its `elapsed_s`: the sweep's own time where it ran), size, runs and trajectory
+    rows, read from its manifest; then their count and total size."""
+    rows, total = [], 0
+    for manifest in sorted(SWEEPS.glob(f"*/data/*/{MANIFEST}")):
+        folder, found = manifest.parent, json.loads(manifest.read_text())
+        size = sum((folder / name).stat().st_size for name in found["files"])
+        counts = {entry["table"]: entry["rows"] for entry in found["files"].values()}
+        sweep = folder.name.removesuffix(f"-{found['preset']}")
+        total += size
+        rows.append(
+            [
+                folder.parent.parent.name,
+                f"`{sweep}`",
+                found["preset"],
+                f"{found['elapsed_s']:.0f} s",
+                f"{size / 1024:.0f} KiB",
+                counts.get("runs", 0),
+                counts.get("trajectories", 0),
+            ]
+        )
+    headers = ["family", "sweep", "preset", "sweep time", "export", "runs", "trajectory rows"]
+    return (
+        table(headers, rows)
+        + f"\n\n{len(rows)} preset{'' if len(rows) == 1 else 's'} shipped, {total / 1024:.0f} KiB in all."
     )
 
 
@@ -929,9 +960,11 @@ def counts_table(text: str) -> str:
 
 
 def documents(family: str | None) -> list[Path]:
-    """The READMEs of the sweeps' families (of `family` alone) and the gallery."""
+    """The READMEs of the sweeps' families (of `family` alone), sweeps/README.md (the shipped results) and the
+    gallery."""
     readmes = sorted(SWEEPS.glob(f"{family or '*'}/README*.md"))
-    return readmes + ([GALLERY] if GALLERY.exists() else [])
+    shipped = [SWEEPS / "README.md"] if family is None and (SWEEPS / "README.md").exists() else []
+    return readmes + shipped + ([GALLERY] if GALLERY.exists() else [])
 
 
 def chooser(family: str | None, sweeps: set[str] | None, presets: set[str] | None = None):

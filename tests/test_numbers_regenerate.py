@@ -274,3 +274,19 @@ def test_a_targets_table_needs_only_its_shipped_presets_stores():
     found = {("s", "quick"): object(), ("s", "paper"): None}
     assert numbers.has_numbers(block, found)
     assert not numbers.has_numbers(block, {**found, ("s", "quick"): None})
+
+
+def test_the_shipped_table_reads_each_exports_manifest(tmp_path, monkeypatch):
+    numbers = script()
+    folder = tmp_path / "fam" / "data" / "s-quick"
+    folder.mkdir(parents=True)
+    (folder / "runs.parquet").write_bytes(b"x" * 2048)
+    files = {"runs.parquet": {"table": "runs", "rows": 7}, "trajectories.parquet": {"table": "trajectories", "rows": 0}}
+    (folder / "trajectories.parquet").write_bytes(b"")
+    (folder / "manifest.json").write_text(json.dumps({"preset": "quick", "elapsed_s": 41.6, "files": files}))
+    monkeypatch.setattr(numbers, "SWEEPS", tmp_path)
+    assert numbers.shipped_table().splitlines()[2:] == [
+        "| fam | `s` | quick | 42 s | 2 KiB | 7 | 0 |",
+        "",
+        "1 preset shipped, 2 KiB in all.",
+    ]
