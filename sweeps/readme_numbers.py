@@ -633,7 +633,7 @@ def compact_png(source: Path, target: Path) -> None:
 
 # ---- the targets table: one row per target, each read from its own store
 
-TARGET_HEADERS = ["target", "thesis claim", "size run", "verdict", "why"]
+TARGET_HEADERS = ["target", "claim", "size run", "verdict", "why"]
 
 
 def target_cells(block: Block, row: str) -> list[str]:
@@ -680,7 +680,9 @@ def verdict_cell(store: Block, headline, target: str, judged: list[str]) -> str:
     else:  # the target's name (R6.1, not R6.10) in the section or in the claim
         named = re.escape(target) + r"(?!\d)"
         keep = sections.str.contains(named) | headline.verdicts["check"].str.contains(named)
-    lines = list(headline.verdicts[keep]["check"]) or [NO_VERDICT]
+    kept = headline.verdicts[keep]
+    lines = [f"{section.split(' / ')[-1]}: {check}" for section, check in zip(kept["section"], kept["check"])]
+    lines = lines or [NO_VERDICT]
     lines += [f"judged by hand: {j}" for j in judged]
     return "<br>".join(lines).replace("|", "\\|")
 

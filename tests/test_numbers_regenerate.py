@@ -142,12 +142,12 @@ def test_a_targets_table_reads_each_row_from_its_own_store(tmp_path):
     headlines = {("e1_phase1_bias", "quick"): stored, ("e2_sample_complexity", "quick"): None}
     text = numbers.rewritten(readme, headlines, lambda block: True)
     assert (
-        "| Rx | y falls | `e1_phase1_bias` `quick`, seeds 0, 1: d = 8 | ρ ≤ −0.8: **FAIL** (ρ = 0.2)<br>"
-        "Rx: y (all runs): increasing: **PASS** | why x |" in text
+        "| Rx | y falls | `e1_phase1_bias` `quick`, seeds 0, 1: d = 8 | Rx: y against x: ρ ≤ −0.8: **FAIL** (ρ = 0.2)"
+        "<br>Trends: Rx: y (all runs): increasing: **PASS** | why x |" in text
     )
     assert (
-        "| Rz | y fits | `e1_phase1_bias` `quick`, seeds 0, 1: d = 8 | Expected slope in [0.85, 1.15]: measured 0.9"
-        in text
+        "| Rz | y fits | `e1_phase1_bias` `quick`, seeds 0, 1: d = 8 | Fitted slope: Expected slope in [0.85, 1.15]: "
+        "measured 0.9" in text
     )
     assert "crosses 0.85)<br>judged by hand: not met | why z |" in text
     assert "| Ry | y rises | `e2_sample_complexity` `quick` (not run here): d = 4 | not run here | why y |" in text
