@@ -956,7 +956,7 @@ def counts_table(text: str) -> str:
         found = [m.group(1) for m in STATED.finditer(generated)]
         entries = len(re.findall(r"^### ", body, flags=re.M))
         not_run = generated.count("*Not run here")
-        rows.append([title.split(",")[0], entries, not_run, *(found.count(o) for o in OUTCOMES)])
+        rows.append([title.split(', "')[0], entries, not_run, *(found.count(o) for o in OUTCOMES)])
     rows.append(["all", *(sum(r[i] for r in rows) for i in range(1, len(rows[0])))] if rows else [])
     return table(["paper", "entries", "not run here", *OUTCOMES], [r for r in rows if r])
 

@@ -251,7 +251,7 @@ def test_the_gallery_counts_each_papers_entries_and_verdicts_from_its_generated_
     gallery = tmp_path / "gallery.md"
     entry = "### {0}\n\n**PASS** in prose.\n\n<!-- numbers: {0} quick gallery -->\n{1}\n<!-- /numbers -->\n\n"
     gallery.write_text(
-        "# Gallery\n\n<!-- numbers: - - counts -->\n<!-- /numbers -->\n\n## Paper A, 2024\n\n"
+        '# Gallery\n\n<!-- numbers: - - counts -->\n<!-- /numbers -->\n\n## Paper A (2024), "A title, with a comma"\n\n'
         + entry.format("a1", "- x: **PASS**\n- y: **FAIL** (why)")
         + entry.format("a2", "- z: **not testable here** (one x)")
         + "## Paper B\n\n"
@@ -260,7 +260,7 @@ def test_the_gallery_counts_each_papers_entries_and_verdicts_from_its_generated_
     text = numbers.rewritten(gallery, {}, lambda block: False)
     assert "| paper | entries | not run here | PASS | FAIL | INCONCLUSIVE | not testable here |" in text
     assert (
-        "| Paper A | 2 | 0 | 1 | 1 | 0 | 1 |\n| Paper B | 1 | 1 | 0 | 0 | 0 | 0 |\n| all | 3 | 1 | 1 | 1 | 0 | 1 |"
+        "| Paper A (2024) | 2 | 0 | 1 | 1 | 0 | 1 |\n| Paper B | 1 | 1 | 0 | 0 | 0 | 0 |\n| all | 3 | 1 | 1 | 1 | 0 | 1 |"
         in text
     )
 

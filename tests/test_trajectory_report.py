@@ -15,7 +15,7 @@ from jaxmem.report.trajectory.data import planned_runs
 from jaxmem.report.trajectory.escape import escape_fits, fit_line
 from jaxmem.report.trajectory.guides import rate_guides
 from jaxmem.report.trajectory.markdown import rates_section
-from jaxmem.report.trajectory.rates import rate_tables
+from jaxmem.report.trajectory.rates import rate_columns, rate_tables
 from jaxmem.report.verdicts import stating
 from jaxmem.report.trajectory.report import panel_title
 from jaxmem.report.trajectory.stages import crossing_verdict, first_crossing, plateau
@@ -551,6 +551,24 @@ def test_a_crossing_states_whether_every_run_reaches_it_in_order():
     crossings = [{"metric": "loss", "below": 1}, {"metric": "loss", "below": 2, "reached": True}]
     crossings.append({"metric": "loss", "below": 0.5, "after": "loss ≤ 1"})  # a descriptive one states none
     assert [c.judged for c in trajectory_spec({"crossings": crossings}).crossings] == [False, True, True]
+
+
+def test_a_runs_first_rate_on_a_metric_is_a_relation_quantity():
+    """rate_<metric> and rate_<metric>_r2: each run's slope (and R²) of the first rate on that metric, here
+    ln g ∝ −c·t with c = 0.01·(1 + C); a run whose values the window never holds has none."""
+    steps = np.arange(0, 1000, 10)
+    raw, rows = [], []
+    for i, C in enumerate((0.0, 1.0, 2.0)):
+        g = np.exp(-0.01 * (1 + C) * steps) if C else np.full(steps.size, 1.0)
+        raw += [{"run_id": f"r{i}", "step": int(t), "metrics": json.dumps({"g": float(v)})} for t, v in zip(steps, g)]
+        rows.append({"run_id": f"r{i}", "point": f"p{i}", "seed": 0, "lr": 1.0, "C": C, "config": "{}"})
+    first = {"metric": "g", "scale": "exp", "window": [1e-9, 0.5], "label": "window"}
+    spec = trajectory_spec({"rates": [first, {"metric": "g", "scale": "exp", "label": "last decade"}]})
+    rated = rate_columns(pd.DataFrame(raw), pd.DataFrame(rows), spec).set_index("C")
+    assert np.isnan(rated.loc[0.0, "rate_g"])  # never below half its start: no window
+    assert rated.loc[[1.0, 2.0], "rate_g"].tolist() == pytest.approx([-0.02, -0.03])
+    assert rated.loc[[1.0, 2.0], "rate_g_r2"].tolist() == pytest.approx([1.0, 1.0])
+    assert rate_columns(pd.DataFrame(raw), pd.DataFrame(rows), trajectory_spec({})).equals(pd.DataFrame(rows))
 
 
 def test_a_config_field_named_step_keeps_apart_from_the_evaluated_step(tmp_path):

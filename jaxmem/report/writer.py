@@ -34,6 +34,7 @@ from jaxmem.report.trajectory.report import write_trajectory_report
 from jaxmem.report.agreement import agreement_sections
 from jaxmem.report.final_eval import final_eval_sections
 from jaxmem.report.relations import relation_sections
+from jaxmem.report.trajectory.rates import rate_columns
 from jaxmem.report.verdicts import stating, verdicts_json
 from jaxmem.spec.report_tables import ReportSpec
 from jaxmem.spec.sweep import SuccessRule
@@ -115,7 +116,8 @@ def write_report(
             results += final_eval_sections(
                 out_dir, report_spec.final_eval, final_eval, final_axes or [], metrics, written
             )
-        results += relation_sections(out_dir, report_spec.relations, runs, searches, written)
+        rated = rate_columns(trajectories, runs, report_spec.trajectory) if report_spec.relations else runs
+        results += relation_sections(out_dir, report_spec.relations, rated, searches, written)
         results += agreement_sections(out_dir, report_spec.agreements, runs, written)
     headline = partial.headline() if partial is not None else ""
     written.append(write_text(out_dir / "verdicts.json", verdicts_json(claims, meta, seeds, headline)))

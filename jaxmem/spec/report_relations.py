@@ -26,8 +26,10 @@
 
 y's names: the config fields, lr, seed, the run's final metrics (`final_<metric>`), `max_metric`
 (the judged metric's best evaluation), `final_metric`, `final_loss`, `steps_run`, `steps_to_threshold`
-(empty when the threshold was never reached) and `wall_time_s`; in a search sweep `capacity` instead
-(one row per search: its answer, missing when censored), with the config and seed of its point.
+(empty when the threshold was never reached), `wall_time_s`, and `rate_<metric>` / `rate_<metric>_r2`: the
+run's fitted slope and its R² of the first `[report.trajectory] rates` entry on that metric (empty without
+one); in a search sweep `capacity` instead (one row per search: its answer, missing when censored), with the
+config and seed of its point.
 x's names: the config fields, lr, seed and the final metrics, so a measured property of the drawn
 problem can be the axis (e.g. a graph's ‖A*‖∞). Over searches, a metric in x is the median over the
 search's runs (meant for a property of the problem, the same at every probe).

@@ -96,9 +96,13 @@ class Context:
 
     @property
     def quantities(self) -> frozenset[str] | None:
-        """The names of a relation's y: x's, a run's quantities and, in a search sweep, its answer."""
+        """The names of a relation's y: x's, a run's quantities, its fitted rates (rate_<metric> and
+        rate_<metric>_r2) and, in a search sweep, its answer."""
+        if self.finals is None:
+            return None
         searched = {SEARCH_QUANTITY} if self.searched_sweep else set()
-        return None if self.finals is None else self.finals | RUN_QUANTITIES | searched
+        rates = {f"rate_{m}{end}" for m in self.metrics for end in ("", "_r2")}
+        return self.finals | RUN_QUANTITIES | rates | searched
 
 
 # -- [report.trajectory] -------------------------------------------------------------------------------------

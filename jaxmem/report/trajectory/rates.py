@@ -24,12 +24,13 @@ trend, panel, series), under jaxmem.report.verdicts' rule:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 import pandas as pd
 
-from jaxmem.report.trajectory.data import names_of
+from jaxmem.report.trajectory.data import load_trajectories, names_of
 from jaxmem.report.trajectory.escape import fit_line
 from jaxmem.spec.expr import ExpressionError, evaluate
 from jaxmem.report.verdicts import MIN_X, Verdict, decided, mean_in_band, too_few_x
@@ -124,3 +125,22 @@ def trend_verdict(against: np.ndarray) -> Verdict:
     if moved:
         return decided(False, f"{moved} of {against.size} runs move against it")
     return too_few_x(against.size, MIN_RUNS, "run") or decided(True)
+
+
+def rate_columns(raw: pd.DataFrame | None, runs: pd.DataFrame, spec: TrajectorySpec) -> pd.DataFrame:
+    """`runs` with `rate_<metric>` and `rate_<metric>_r2` per run: the fitted slope (and its R²) of the first
+    rate on each metric (a relation's quantities); `runs` unchanged without rates or trajectories."""
+    first = {}
+    for rate in spec.rates:
+        first.setdefault(rate.metric, rate)
+    if not first or raw is None or raw.empty:
+        return runs
+    traj = load_trajectories(raw, runs)
+    labelled = traj.runs.assign(panel="all", series="all")
+    only_first = dataclasses.replace(spec, rates=tuple(first.values()), trends=())
+    rates, _ = rate_tables(traj.frame, labelled, only_first)
+    metric_of = {rate.label: rate.metric for rate in first.values()}
+    rates = rates.assign(metric=rates["rate"].map(metric_of))
+    wide = rates.pivot(index="run_id", columns="metric", values=["slope", "r2"])
+    columns = {f"rate_{m}{end}": wide[(value, m)] for m in first for value, end in (("slope", ""), ("r2", "_r2"))}
+    return runs.merge(pd.DataFrame(columns).rename_axis("run_id").reset_index(), on="run_id", how="left")
