@@ -254,9 +254,9 @@ def test_keys_and_names_are_checked():
         grid,
     ) == [
         "report.relation[0].x: 'alph' is not a config field, lr, seed or final_<metric> (did you mean 'alpha'?)",
-        "report.relation[0].y: 'capacity' is not a config field, lr, seed, final_<metric> or a run quantity; "
-        "allowed: alpha, final_loss, final_metric, final_test_error, lr, max_metric, n, seed, steps_run, "
-        "steps_to_threshold, wall_time_s",
+        "report.relation[0].y: 'capacity' is not a config field, lr, seed, final_<metric>, rate_<metric> or a run "
+        "quantity; allowed: alpha, final_loss, final_metric, final_test_error, lr, max_metric, n, rate_test_error, "
+        "rate_test_error_r2, seed, steps_run, steps_to_threshold, wall_time_s",
         "report.relation[0].min_rank: must lie in [0, 1], got 2.0",
         "report.relation[0].group_by: 'H' is not a config field, lr or seed; allowed: alpha, lr, n, seed",
         "report.relation[0].where: 'model' is not a config field, lr or seed; allowed: alpha, lr, n, seed",

@@ -54,7 +54,7 @@ RUN_QUANTITIES = frozenset(
 SEARCH_QUANTITY = "capacity"
 RUN = ("run", "a config field, lr or seed")  # (the names a key may use: jaxmem.spec.report_tables.Context's)
 FINALS = ("finals", "a config field, lr, seed or final_<metric>")
-QUANTITIES = ("quantities", "a config field, lr, seed, final_<metric> or a run quantity")
+QUANTITIES = ("quantities", "a config field, lr, seed, final_<metric>, rate_<metric> or a run quantity")
 
 
 def _kept_values(value) -> tuple[tuple[str, tuple], ...]:
