@@ -3,6 +3,8 @@
 planner's speculation, the store's timeline (its migration into older stores) and its summary. A sweep
 that trains is marked slow."""
 
+import copy
+import dataclasses
 import json
 import sqlite3
 
@@ -64,33 +66,48 @@ def trial_of(unit: Unit, value: int) -> Trial:
     return Trial(True, EVERY * (1 + int(8 * (value / c) ** 4)))
 
 
-def drive(searches: Searches, depth: int, slots: int) -> tuple[dict, dict]:
+@dataclasses.dataclass
+class Slots:
+    """A program's slots between segments, as a checkpoint holds them (run id -> (run, logical start)),
+    the logical clock, and what the searches did so far: every launch (run id, start) and each search's
+    (row, end)."""
+
+    runs: dict = dataclasses.field(default_factory=dict)
+    now: int = 0
+    starts: list = dataclasses.field(default_factory=list)
+    ended: dict = dataclasses.field(default_factory=dict)
+
+
+def drive(searches: Searches, depth: int, slots: int, at: Slots | None = None, until: int | None = None) -> Slots:
     """Searches.decide at every segment end, a program of `slots` slots filled in the decisions' order
-    (as a runner's queue is), outcomes from trial_of; each search's (row, end)."""
+    (as a runner's queue is), outcomes from trial_of (recorded as the driver does, Searches.learn);
+    from `at` (default: a fresh sweep) until every search ended (Searches.ended) or, with `until`, the
+    outcomes of the segment ending there are known (where a runner's checkpoint is taken)."""
     units = {u.id: u for u in searches.mine}
-    in_slots: dict = {}  # run id -> (run, start)
-    ended, now = {}, 0
+    at = at or Slots()
     while True:
-        for run_id, (run, start) in list(in_slots.items()):
+        for run_id, (run, start) in list(at.runs.items()):
             t = trial_of(units[run.unit], run.value)
-            if start + t.steps <= now:
-                searches.outcomes[run_id] = (t.success, False)
-                searches.known_at[run_id] = now
-                del in_slots[run_id]
+            if start + t.steps <= at.now:
+                searches.learn(run, t.success, False, at.now)
+                del at.runs[run_id]
+        if at.now == until:
+            return at
         running: dict = {}
-        for run, _ in in_slots.values():
+        for run, _ in at.runs.values():
             running.setdefault(run.unit, set()).add(run.value)
-        rows, launch, freeze = searches.decide(now, depth, running)
-        ended.update((r["unit"], (r, now)) for r in rows)
+        rows, launch, freeze = searches.decide(at.now, depth, running)
+        at.ended.update((r["unit"], (r, at.now)) for r in rows)
         for unit_id, value in freeze:
-            for run_id in [i for i, (r, _) in in_slots.items() if (r.unit, r.value) == (unit_id, value)]:
-                del in_slots[run_id]
+            for run_id in [i for i, (r, _) in at.runs.items() if (r.unit, r.value) == (unit_id, value)]:
+                del at.runs[run_id]
         for run in launch:
-            if len(in_slots) < slots and run.run_id not in in_slots:
-                in_slots[run.run_id] = (run, now)
-        if len(ended) == len(units):
-            return ended
-        now += SEGMENT
+            if len(at.runs) < slots and run.run_id not in at.runs:
+                at.runs[run.run_id] = (run, at.now)
+                at.starts.append((run.run_id, at.now))
+        if all(searches.ended(u, at.now) for u in units):
+            return at
+        at.now += SEGMENT
 
 
 def searches_of(spec) -> Searches:
@@ -103,7 +120,7 @@ def searches_of(spec) -> Searches:
 def test_decide_gives_the_round_barriers_answers_and_the_simulators_timeline(depth):
     spec = parse(raw_spec(), name="s")
     slots = 40
-    fast = drive(searches_of(spec), depth, slots)
+    fast = drive(searches_of(spec), depth, slots).ended
     keys = sorted(fast)
     bookkeeping = searches_of(spec)
     units = {u.id: u for u in bookkeeping.mine}
@@ -140,6 +157,56 @@ def test_a_resumed_bookkeeping_decides_as_the_first_did():
     wanted = resumed.wanted_runs(SEGMENT * 3, 2)
     assert wanted == again.wanted_runs(SEGMENT * 3, 2)
     assert wanted
+
+
+class Stored(NoStore):
+    """What the store of a sweep driven by `searches` holds up to logical step `upto`: the outcomes
+    known by then (with their steps), the values of their runs, the searches ended before it."""
+
+    def __init__(self, searches: Searches, ended: dict, upto: int):
+        self.outcomes = {r: o for r, o in searches.outcomes.items() if searches.known_at[r] <= upto}
+        self.at = {r: searches.known_at[r] for r in self.outcomes}
+        self.values = {
+            u.id: {v for v in searches.probed.get(u.id, ()) if searches.runs_for(u, v, 0)[0].run_id in self.outcomes}
+            for u in searches.mine
+        }
+        self.ends = {unit: end for unit, (_, end) in ended.items() if end < upto}
+        self.answers = {unit: row["capacity"] for unit, (row, _) in ended.items() if unit in self.ends}
+
+    def finished_runs(self):
+        return dict(self.outcomes)
+
+    def finished_searches(self):
+        return set(self.ends)
+
+    def search_answers(self):
+        return dict(self.answers)
+
+    def known_at(self, kind="run"):
+        return dict(self.at if kind == "run" else self.ends)
+
+    def probed(self):
+        return {u: set(v) for u, v in self.values.items() if v}
+
+
+@pytest.mark.parametrize("checkpoint, stored", [(3, 3), (5, 9), (9, 9), (12, 15)])
+def test_a_sweep_resumed_from_a_checkpoint_launches_and_ends_as_an_undisturbed_one(checkpoint, stored):
+    """Stopped where a runner's checkpoint was taken (segment `checkpoint`), with the store holding the
+    outcomes known up to segment `stored` (a kill -9 leaves those after the checkpoint), then resumed:
+    the runs in the checkpoint's slots come back without a launch, and every launch (run, start) and
+    every search's end is the undisturbed sweep's. Slots are scarce: launches wait for free ones."""
+    spec, slots = parse(raw_spec(), name="s"), 12
+    whole = drive(searches_of(spec), 2, slots)
+    first = searches_of(spec)
+    stopped = drive(first, 2, slots, until=checkpoint * SEGMENT)
+    went_on = drive(first, 2, slots, copy.deepcopy(stopped), until=stored * SEGMENT)
+    resumed = Searches(
+        spec, get(spec.experiment), spec.search, first.mine, (0, 1), Stored(first, went_on.ended, stored * SEGMENT)
+    )
+    again = drive(resumed, 2, slots, stopped)
+    assert again.starts == whole.starts
+    assert resumed.ended_at == {u: end for u, (_, end) in whole.ended.items()}
+    assert resumed.answers == {u: row["capacity"] for u, (row, _) in whole.ended.items()}
 
 
 def test_the_planner_speculates_on_an_accelerator_and_not_on_a_cpu():

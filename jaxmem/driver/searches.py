@@ -141,6 +141,16 @@ class Searches:
             launch += [r for r in runs if not self.known(r.run_id, now)]
         return rows, launch, list(decision.freeze)
 
+    def learn(self, run: Run, success: bool, diverged: bool, known_at: int) -> None:
+        """Record a finished run's outcome, known at logical step `known_at`. Its value counts as probed:
+        a search reads the outcomes of its probed values only, and a run restored into its slot from a
+        checkpoint was launched by an earlier process, not by this one's `decide` (without it, a resumed
+        sweep read that outcome a segment late, once `decide` asked to launch the value again)."""
+        self.outcomes[run.run_id] = (success, diverged)
+        self.known_at[run.run_id] = known_at
+        if run.value is not None:
+            self.probed.setdefault(run.unit, set()).add(run.value)
+
     def ended(self, unit_id: str, now: int) -> bool:
         """Whether the unit's search had ended at logical step `now` (a search ended after it is open
         again for a resumed sweep replaying from there)."""

@@ -192,8 +192,8 @@ class Sweep:
             self.rows.final_eval(finished),
             [("run", f.run.run_id, f.start, f.start + f.steps, known_at, "done") for f in finished],
         )
-        self.searches.outcomes.update((f.run.run_id, (self.rows.success(f), f.diverged)) for f in finished)
-        self.searches.known_at.update((f.run.run_id, known_at) for f in finished)
+        for f in finished:
+            self.searches.learn(f.run, self.rows.success(f), f.diverged, known_at)
         self.progress.advance(steps=steps, runs=len(finished))
         for line in self.rows.notes(finished):
             self.progress.note(line)
@@ -206,8 +206,7 @@ class Sweep:
 
     def _add_searches(self, rows: list[dict]) -> None:
         """Store the searches that ended at the current logical step."""
-        self.store.add_searches(rows)
-        self.store.add_timeline([("search", r["unit"], 0, self.clock, self.clock, "done") for r in rows])
+        self.store.add_searches(rows, [("search", r["unit"], 0, self.clock, self.clock, "done") for r in rows])
 
     # -- without a round barrier ------------------------------------------------------------------------
     def _run_speculative(self) -> None:

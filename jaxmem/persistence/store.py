@@ -305,12 +305,15 @@ class Store:
             [(run, step, json.dumps(m)) for run, step, m in points],
         )
 
-    def add_searches(self, rows: Iterable[dict]) -> None:
+    def add_searches(self, rows: Iterable[dict], timeline: Iterable[tuple] = ()) -> None:
+        """Append finished searches and their timeline rows (see add_timeline) in one transaction: a
+        search stored without its end would read as ended at step 0 to a resumed sweep replaying."""
         with self._writing():
             self.db.executemany(
                 _insert("searches"),
                 [tuple(_cell(r.get(c)) for c in SEARCH_COLUMNS) for r in rows],
             )
+            self.db.executemany(_insert("timeline"), timeline)
 
     def add_compile(self, bucket: str, shape: dict, slots: int, seconds: float, at: float) -> None:
         with self._writing():
