@@ -275,3 +275,21 @@ def test_a_speculating_sweep_finds_the_round_barriers_capacities(tmp_path):
         store.close()
         assert (timeline.kind == "search").sum() == 4
     assert found[0] == found[2]
+
+
+@pytest.mark.parametrize("speculation", [0, 2])
+def test_compare_reads_the_timeline_of_speculating_sweeps_only(tmp_path, speculation):
+    """A speculating sweep's timeline is a result (fixed segments of program steps); a round barrier's
+    counts wall-time segments, which differ from one run to the next."""
+    from jaxmem.cli.compare import compare
+
+    folders = [tmp_path / "a", tmp_path / "b"]
+    for folder, end in zip(folders, (512, 576)):
+        folder.mkdir()
+        store = Store(folder)
+        store.set_meta({"plan": json.dumps({"speculation": speculation, "segment_steps": 64})})
+        store.add_timeline([("run", "r", 0, end, end, "done")])
+        store.close()
+    text, differ = compare(*folders)
+    assert differ == bool(speculation)
+    assert ("timeline: 0 only in the first" in text) == bool(speculation)

@@ -1,6 +1,7 @@
 """`jaxmem compare DIR1 DIR2`: where two sweeps' results differ. Runs are matched by run_id, searches
-by unit (point/seed), trajectory points by (run_id, step) and test-time evaluations by (run_id, point),
-each of their metrics compared; a number differs when |a - b| > tolerance · max(|a|, |b|, 1e-12). Each
+by unit (point/seed), trajectory points by (run_id, step), test-time evaluations by (run_id, point) and,
+where both sweeps speculated (no round barrier), timeline rows by (kind, id, start), each of their
+values compared; a number differs when |a - b| > tolerance · max(|a|, |b|, 1e-12). Each
 store is checked whole first, as `jaxmem status` checks it: a row failing its checksum, or lost rows, in
 any table is an error (exit 4), never an agreement."""
 
@@ -24,6 +25,7 @@ COMPARED = {  # table: (the key matching its rows, the values compared)
     "trajectories": (["run_id", "step"], METRICS),
     "final_eval": (["run_id", "point"], METRICS),
 }
+TIMELINE = (["kind", "id", "start"], ("end", "known_at", "status"))  # compared where both sweeps speculated
 SHOWN = 10  # differing rows listed per table
 
 
@@ -60,7 +62,7 @@ def stored_tables(folder: Path) -> dict[str, pd.DataFrame]:
     row of every table (as `jaxmem status` does): StoreError for damage or lost rows."""
     store = Store(holds_results(folder), write=False)
     try:
-        return {name: store.table(name) for name in ("meta", *COMPARED)}
+        return {name: store.table(name) for name in ("meta", "timeline", *COMPARED)}
     finally:
         store.close()
 
@@ -75,6 +77,12 @@ def spread_metrics(first: pd.DataFrame, second: pd.DataFrame) -> tuple[pd.DataFr
     return a, b, names
 
 
+def speculated(meta: pd.Series) -> bool:
+    """Whether a sweep ran without a round barrier (its pinned plan's speculation > 0): then its timeline
+    counts fixed segments of program steps and is a result; a round barrier's counts wall-time segments."""
+    return json.loads(meta.get("plan") or "{}").get("speculation", 0) > 0
+
+
 def compare(first: Path, second: Path, tolerance: float = 1e-6) -> tuple[str, bool]:
     """The differences between two output folders' results, and whether there are any."""
     tables = [stored_tables(f) for f in (first, second)]
@@ -83,7 +91,8 @@ def compare(first: Path, second: Path, tolerance: float = 1e-6) -> tuple[str, bo
     if metas[0].get("fingerprint") != metas[1].get("fingerprint"):
         lines.append("the two folders hold different sweeps (their specs differ)")
     found = []
-    for name, (key, values) in COMPARED.items():
+    compared = {**COMPARED, "timeline": TIMELINE} if all(speculated(m) for m in metas) else COMPARED
+    for name, (key, values) in compared.items():
         a, b = tables[0][name], tables[1][name]
         if name != "runs" and a.empty and b.empty:
             continue

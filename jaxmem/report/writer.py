@@ -23,6 +23,7 @@ from jaxmem.report.capacity.report import write_capacity_report, write_success_m
 from jaxmem.report.capacity.stable import stable_searches
 from jaxmem.report.captions import captioning
 from jaxmem.report.checks.references import reference_section
+from jaxmem.report.critical_path import critical_path_section
 from jaxmem.report.checks.rejected import rejected_section
 from jaxmem.report.files import write_text
 from jaxmem.report.grid.report import is_grid_sweep, write_grid_report
@@ -72,6 +73,8 @@ def write_report(
     final_axes: list[str] | None = None,
     search_variable: str | None = None,
     partial: Partial | None = None,
+    timeline: pd.DataFrame | None = None,
+    step_budget: int | None = None,
 ) -> list[Path]:
     """Write the report files into out_dir and return their paths, report.md last.
 
@@ -85,7 +88,8 @@ def write_report(
     `search_variable`: the spec's searched variable, for the success map of a search sweep whose
     probes ran but none of whose searches has finished (a capped or interrupted sweep). `partial`: what
     an unfinished sweep's report says of it (jaxmem.report.partial), in its first line and in every
-    section of results; None for a finished sweep.
+    section of results; None for a finished sweep. `timeline`: the store's timeline table, with the
+    sweep's `step_budget` (train.steps) for its critical path section (jaxmem.report.critical_path).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -124,6 +128,7 @@ def write_report(
     sections = [f"# {report_spec.title or 'Capacity report'}", headline, meta_section(meta)]
     sections += [marked(s, partial) for s in results]
     sections.append(runs_section(runs, success))
+    sections.append(critical_path_section(timeline, compiles, step_budget))
     if experiment is not None and raw_runs is not None:
         sections += [
             rejected_section(raw_runs, experiment, train_spec or {}),
