@@ -19,7 +19,7 @@ from jaxmem.persistence.store import load_results
 from jaxmem.plan.buckets import bucket_of, padder, static_shape, traced_values
 from jaxmem.plan.runs import make_run, run_key
 from jaxmem.report import write_report
-from jaxmem.report.final_eval import lowered_section, split_untrained, untrained_section
+from jaxmem.report.final_eval import compare_section, split_untrained, untrained_section
 from jaxmem.report.verdicts import stating
 from jaxmem.spec.sweep import stored_report_spec
 
@@ -172,8 +172,9 @@ def test_the_untrained_baseline_of_a_text_axis_and_of_task_properties():
 
 
 def test_lowered_judges_the_paired_differences_of_trained_and_untrained_per_setting():
-    """`lowered`: at the largest l_ts, per alpha_test, trained − untrained over three runs: below 0 beyond its
-    interval at alpha_test = 0.4 (PASS), above 0 at 1.0 (FAIL, as ch7_lts quick at α′ = 1), across 0 at 0.7."""
+    """`lowered` (a comparison with untrained_<metric>): at the largest l_ts, per alpha_test, trained − untrained
+    over three runs: below 0 beyond its interval at alpha_test = 0.4 (PASS), above 0 at 1.0 (FAIL, as ch7_lts
+    quick at α′ = 1), across 0 at 0.7; `compare` against a number at the smallest l_ts, where kept."""
     rows = []
     differences = {0.4: (-0.3, -0.31, -0.29), 0.7: (-0.1, 0.1, 0.0), 1.0: (0.02, 0.015, 0.025)}
     for alpha, deltas in differences.items():
@@ -181,9 +182,16 @@ def test_lowered_judges_the_paired_differences_of_trained_and_untrained_per_sett
             for l_ts, error in ((8, 0.5), (16, 0.4)):
                 row = {"run_id": f"r{seed}", "seed": seed, "lr": 1.0, "alpha_test": alpha, "l_ts": l_ts}
                 rows.append({**row, "icl_error": error + delta, "untrained_icl_error": error})
-    trained, untrained = split_untrained(pd.DataFrame(rows))
+    frame = pd.DataFrame(rows)
+    spec = stored_report_spec({"report": {"final_eval": {"lowered": ["icl_error"]}}}).final_eval
     with stating() as claims:
-        text = lowered_section(trained, untrained, "l_ts", "icl_error", ["alpha_test"])
+        text = compare_section(frame, "l_ts", spec.comparisons[0], ["alpha_test"])
     assert [c.verdict.outcome for c in claims] == ["PASS", "INCONCLUSIVE", "FAIL"]
     assert claims[0].measured == pytest.approx(-0.3) and claims[0].interval[1] < 0 < claims[2].interval[0]
     assert "At the largest l_ts (16)" in text and "| alpha_test=1.0 | 0.420 / 0.400 |" in text
+    above = {"metric": "icl_error", "above": 0.45, "at": "smallest", "where": {"alpha_test": [0.4, 1.0]}}
+    compared = stored_report_spec({"report": {"final_eval": {"compare": above}}}).final_eval.comparisons
+    with stating() as claims:
+        text = compare_section(frame, "l_ts", compared[0], ["alpha_test"])
+    assert [c.verdict.outcome for c in claims] == ["FAIL", "PASS"]  # at l_ts 8: 0.2 (0.4) and 0.52 (1.0)
+    assert "At the smallest l_ts (8)" in text and "icl_error > 0.45" in text

@@ -25,7 +25,8 @@ from jaxmem.report.files import write_csv, write_table
 from jaxmem.report.final_eval_plot import equal_columns, plot_final_eval, setting_groups, setting_label
 from jaxmem.report.text import markdown_table, number
 from jaxmem.report.verdicts import Claim, confidence, mean_in_band, not_testable, slope_text, slope_verdict, stated
-from jaxmem.spec.report_tables import FinalEvalSpec, Readoff
+from jaxmem.report.expressions import row_values
+from jaxmem.spec.report_tables import Comparison, FinalEvalSpec, Readoff
 
 UNTRAINED_X_STAR = UNTRAINED + "x_star"  # a read-off's x* of the untrained model
 
@@ -168,7 +169,7 @@ def final_eval_sections(
     if untrained is not None:
         judged = list(dict.fromkeys([r.metric for r in spec.readoffs] + list(spec.metrics))) or shown
         sections.append(untrained_section(trained, untrained, x, judged, by))
-        sections += [lowered_section(trained, untrained, x, metric, by) for metric in spec.lowered]
+    sections += [compare_section(frame, x, comparison, by) for comparison in spec.comparisons]
     tables = []
     for readoff in spec.readoffs:
         idle = idle_axes(trained, x, readoff.metric, axes)
@@ -214,29 +215,45 @@ def untrained_section(trained: pd.DataFrame, untrained: pd.DataFrame, x: str, me
     return "\n".join(lines + (["", markdown_table(headers, rows)] if learned else []))
 
 
-def lowered_section(trained: pd.DataFrame, untrained: pd.DataFrame, x: str, metric: str, by: list[str]) -> str:
-    """`lowered`: whether training lowers `metric`, per setting at the largest x: the runs' paired differences
-    trained − untrained, their mean's 95 % t-interval below 0 PASSes, above 0 FAILs, else INCONCLUSIVE (3 or
-    more runs: jaxmem.report.verdicts.mean_in_band)."""
-    largest = sorted(trained[x].dropna().unique())[-1]
-    end = trained[x] == largest
-    section = f"Test-time axes / Lowered by training: {metric}"
+def compare_section(frame: pd.DataFrame, x: str, comparison: Comparison, by: list[str]) -> str:
+    """A comparison, per setting (values of `by`) at the largest (smallest) x: the runs' paired differences
+    metric − other (each row holds both: a metric and its untrained_<metric>, two learners' errors), their mean's
+    95 % t-interval on the claimed side of 0 PASSes, on the other FAILs, else INCONCLUSIVE (3 or more runs:
+    jaxmem.report.verdicts.mean_in_band)."""
+    frame = frame[np.logical_and.reduce([frame[f].isin(v) for f, v in comparison.where])] if comparison.where else frame
+    points = sorted(frame[x].dropna().unique())
+    at = points[-1] if comparison.at == "largest" else points[0]
+    chosen = frame[frame[x] == at]
+    left = row_values(comparison.metric, chosen)
+    right = row_values(comparison.other, chosen) if isinstance(comparison.other, str) else comparison.other
+    differences = (left - right).rename("difference")
+    band = (-math.inf, 0.0) if comparison.below else (0.0, math.inf)
+    section = f"Test-time axes / Compared: {comparison.label}"
     rows = []
-    for (key, t), (_, u) in zip(setting_groups(trained[end], by), setting_groups(untrained[end], by)):
-        differences = t[metric].to_numpy(float) - u[metric].to_numpy(float)  # the same runs in the same order
-        verdict, mean, (low, high) = mean_in_band(differences, (-math.inf, 0.0), "run")
+    for key, group in setting_groups(chosen.assign(difference=differences, left=left), by):
+        verdict, mean, (low, high) = mean_in_band(group["difference"].to_numpy(float), band, "run")
         label = setting_label(by, key)
-        check = f"{label}: trained − untrained {metric} < 0"
-        claim = Claim(section, check, verdict or not_testable("no value"), mean, (low, high), (None, 0.0))
-        rows.append([label, medians(t, u, metric), f"{number(mean, 3)}{confidence(low, high)}", stated(claim)])
+        side = (None, 0.0) if comparison.below else (0.0, None)
+        verdict = verdict or not_testable("no value")
+        claim = Claim(section, f"{label}: {comparison.label}", verdict, mean, (low, high), side)
+        other = number(float(np.median(right[group.index])), 3) if isinstance(right, pd.Series) else number(right)
+        rows.append(
+            [
+                label,
+                f"{number(group['left'].median(), 3)} / {other}",
+                number(mean, 3) + confidence(low, high),
+                stated(claim),
+            ]
+        )
+    side = "below" if comparison.below else "above"
     lines = [
-        f"### Lowered by training: {metric}",
+        f"### Compared: {comparison.label}",
         "",
-        f"At the largest {x} ({number(largest)}), per setting: the median over runs trained / untrained, and the "
-        f"mean of the runs' paired differences trained − untrained with its 95 % t-interval; PASS when the "
-        "interval lies below 0, FAIL when above, INCONCLUSIVE across 0 or with fewer than 3 runs.",
+        f"At the {comparison.at} {x} ({number(at)}), per setting: the medians over runs of {comparison.metric} and "
+        f"of {comparison.other}, and the mean of the runs' paired differences with its 95 % t-interval; PASS when "
+        f"the interval lies {side} 0, FAIL when on the other side, INCONCLUSIVE across 0 or with fewer than 3 runs.",
         "",
-        markdown_table(["setting", "trained / untrained", "trained − untrained", "verdict"], rows),
+        markdown_table(["setting", f"{comparison.metric} / {comparison.other}", "difference", "verdict"], rows),
     ]
     return "\n".join(lines)
 

@@ -460,6 +460,38 @@ class ReadoffTable:
 
 
 @dataclasses.dataclass(frozen=True)
+class Comparison:
+    """A claim that one test-time quantity lies below (or above) another, or a number, per setting."""
+
+    metric: str  # an expression of a final_eval row's columns
+    other: str | float  # the same, or a number
+    below: bool
+    at: str  # "largest" or "smallest": the test-time x it is judged at
+    where: tuple
+    label: str
+
+
+@dataclasses.dataclass(frozen=True)
+class CompareTable:
+    """Per setting, at the largest (smallest) test-time x: a quantity below (above) another or a number."""
+
+    metric: Formula = key("an expression of a final_eval row's columns (metrics, untrained_<metric>)")
+    below: Expression | None = key("the number or expression it lies below", None)
+    above: Expression | None = key("or the one it lies above", None)
+    at: Literal["largest", "smallest"] = key("the test-time x it is judged at", "largest")
+    where: Where = key("only the rows with these values of the config and test-time axes", (), names=RUN)
+    label: Text | None = key("its name (default: 'metric < other')", None)
+
+    def checked(self, given: dict, context: Context, path: str, problems: list[str]) -> Comparison | None:
+        side = one_of({s: getattr(self, s) is not None for s in ("below", "above")}, path, problems)
+        if side is None:
+            return None
+        other = getattr(self, side)
+        label = self.label or f"{self.metric} {'<' if side == 'below' else '>'} {other}"
+        return Comparison(self.metric, other, side == "below", self.at, self.where, label)
+
+
+@dataclasses.dataclass(frozen=True)
 class FinalEvalSpec:
     """What final_eval.png and the test-time section show (sweeps with test-time axes, [final_eval])."""
 
@@ -467,10 +499,19 @@ class FinalEvalSpec:
     metrics: Names = key("the metrics drawn (default: every one)", (), names=OF_EXPERIMENT)
     readoffs: one_or_many(ReadoffTable) = key("read-offs: a table or a list", (), alias="readoff")
     lowered: Names = key(
-        "metrics training is claimed to lower: trained − untrained at the largest x, per setting",
+        "metrics training is claimed to lower: compare metric below untrained_<metric> at the largest x",
         (),
         names=OF_EXPERIMENT,
     )
+    compares: one_or_many(CompareTable) = key("comparisons: a table or a list", (), alias="compare")
+
+    @property
+    def comparisons(self) -> tuple[Comparison, ...]:
+        """`lowered` as comparisons (metric below untrained_<metric>), then `compare`."""
+        lowered = tuple(
+            Comparison(m, f"untrained_{m}", True, "largest", (), f"lowered by training: {m}") for m in self.lowered
+        )
+        return lowered + tuple(self.compares)
 
 
 @dataclasses.dataclass(frozen=True)
