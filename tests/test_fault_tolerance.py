@@ -212,7 +212,8 @@ def test_kill_9_at_random_points_in_a_row_then_resume(tmp_path, forkserver, xla_
     )
 
 
-@pytest.mark.parametrize("count", [4, pytest.param(20, marks=pytest.mark.slow)])
+@pytest.mark.slow  # (the default suite keeps test_ctrl_c_twice_as_the_command_starts_exits_130_in_one_line)
+@pytest.mark.parametrize("count", [4, 20])
 def test_ctrl_c_twice_at_random_moments_exits_130_briefly(tmp_path, forkserver, xla_cache, kill_reference, count):
     """Issue 36: SIGINT, then again 0.1-0.5 s later, at random moments (starting, compiling, mid-segment,
     saving and sealing checkpoints) ends the run with exit 130 and at most 3 lines from the first
