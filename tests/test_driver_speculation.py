@@ -19,6 +19,7 @@ from jaxmem.plan import planner, search_timeline
 from jaxmem.plan.search_timeline import Trial
 from jaxmem.plan.target import Target, named
 from jaxmem.spec.sweep import parse
+from jaxmem.cli.views import _NoStore
 
 BUDGET, EVERY, SEGMENT = 512, 32, 64
 
@@ -33,25 +34,6 @@ def raw_spec(**engine):
         "search": {"variable": "N", "lo": "d", "hi": "floor(0.5 * d**2)", "resolution": 0.03, "probes": 3},
         "engine": engine,
     }
-
-
-class NoStore:
-    """A fresh store: nothing stored."""
-
-    def finished_runs(self):
-        return {}
-
-    def finished_searches(self):
-        return set()
-
-    def search_answers(self):
-        return {}
-
-    def known_at(self, kind="run"):
-        return {}
-
-    def probed(self):
-        return {}
 
 
 def threshold_of(unit: Unit) -> int:
@@ -113,7 +95,7 @@ def drive(searches: Searches, depth: int, slots: int, at: Slots | None = None, u
 def searches_of(spec) -> Searches:
     exp = get(spec.experiment)
     units = [Unit(p, s) for p in spec.points for s in spec.seeds]
-    return Searches(spec, exp, spec.search, units, (0, 1), NoStore())
+    return Searches(spec, exp, spec.search, units, (0, 1), _NoStore())  # the dry run's store: nothing stored
 
 
 @pytest.mark.parametrize("depth", [1, 2])
@@ -159,7 +141,7 @@ def test_a_resumed_bookkeeping_decides_as_the_first_did():
     assert wanted
 
 
-class Stored(NoStore):
+class Stored(_NoStore):
     """What the store of a sweep driven by `searches` holds up to logical step `upto`: the outcomes
     known by then (with their steps), the values of their runs, the searches ended before it."""
 
