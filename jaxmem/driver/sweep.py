@@ -290,8 +290,9 @@ class Sweep:
     def _restore_runners(self) -> None:
         """On a resume, the runners of the buckets that have a checkpoint, and the clock at their latest
         checkpoint (a runner checkpointed at another step was empty then: its slots are emptied), from
-        where the sweep replays: outcomes known later are run again. A run in a slot was wanted at some
-        segment end before."""
+        where the sweep replays: outcomes known later are run again; without a checkpoint to restore (a
+        kill -9 before the first), from step 0: the runs in flight then start again where they started.
+        A run in a slot was wanted at some segment end before."""
         if not self.clock:
             return
         knobs = self.plan.knobs
@@ -305,7 +306,7 @@ class Sweep:
             if (self.out_dir / "checkpoints" / bucket.id).is_dir():
                 runners[bucket.id] = self.programs.new_runner(bucket, run, self.layout.slots_for(bucket, run.config))
         restored = [r.restored_clock for r in runners.values() if r.restored_clock is not None]
-        self.clock = max(restored, default=self.clock)
+        self.clock = max(restored, default=0)
         for runner in runners.values():
             if runner.restored_clock != self.clock:
                 runner.forget()
