@@ -70,12 +70,14 @@ def mean_std(mean: float, std: float, decimals: int | None = None) -> str:
 
 
 def spread(values, decimals: int | None = None) -> str:
-    """mean_std of the finite values (sample std); "–" when there are none."""
+    """mean_std of the finite values (sample std; 0 for equal values, whose computed std can be a round-off
+    such as 1e-16); "–" when there are none."""
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v)]
     if not v.size:
         return DASH
-    return mean_std(float(v.mean()), float(v.std(ddof=1)) if v.size >= 2 else math.nan, decimals)
+    std = (0.0 if v.min() == v.max() else float(v.std(ddof=1))) if v.size >= 2 else math.nan
+    return mean_std(float(v[0]) if v.min() == v.max() else float(v.mean()), std, decimals)
 
 
 UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
