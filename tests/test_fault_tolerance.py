@@ -24,6 +24,7 @@ import pytest
 
 import jaxmem
 from helpers import ROOT, jaxmem_cli
+from jaxmem.driver import compiles
 from jaxmem.driver import sweep as driver
 from jaxmem.persistence import lock as locking
 from jaxmem.engine.executor import BucketRunner, compile_program, saved_part
@@ -582,13 +583,13 @@ def test_a_run_whose_lease_was_taken_over_stops(tmp_path, capsys, monkeypatch):
     simulated one between its read and its write: 1 test in 3 failed) runs meanwhile."""
     monkeypatch.setattr(locking, "HEARTBEAT_SECONDS", 3600.0)
     out = tmp_path / "out"
-    real_runner = driver.BucketRunner
+    real_runner = compiles.BucketRunner
 
     def runner_while_taken_over(*args, **kwargs):
         write_lease(out, age=0.0)
         return real_runner(*args, **kwargs)
 
-    monkeypatch.setattr(driver, "BucketRunner", runner_while_taken_over)
+    monkeypatch.setattr(compiles, "BucketRunner", runner_while_taken_over)
     assert main(["run", str(LINEAR_SPEC), "--out", str(out), "--quiet"]) == 3
     err = capsys.readouterr().err
     assert "was taken over by another jaxmem run" in err and f"on host {OTHER_HOST}" in err

@@ -17,6 +17,7 @@ from jaxmem.plan.runs import make_run
 from jaxmem.plan.buckets import bucket_of, padder
 from jaxmem.engine.program import Settings
 from jaxmem.spec.sweep import load
+from jaxmem.driver import compiles
 
 MiB = 2**20
 
@@ -82,9 +83,9 @@ def test_xla_memory_analysis_grows_with_the_slots():
 def test_slots_are_bounded_by_the_memory_budget(spec, reference, tmp_path, monkeypatch):
     """Programs that need 1 MiB per slot under a 2.5 MiB budget: each bucket is compiled with 4 slots,
     found over budget by its memory analysis, and recompiled with 2; the results are the same."""
-    compile = driver.compile_program
+    compile = compiles.compile_program
     monkeypatch.setattr(
-        driver, "compile_program", lambda *a: dataclasses.replace(p := compile(*a), peak_bytes=p.slots * MiB)
+        compiles, "compile_program", lambda *a: dataclasses.replace(p := compile(*a), peak_bytes=p.slots * MiB)
     )
     driver.run_sweep(spec, tmp_path, quiet=True, memory_cap=int(2.5 * MiB))
     assert set(map(tuple, compiled_slots(tmp_path).values())) == {(4, 2)}

@@ -260,8 +260,8 @@ def test_the_gallery_counts_each_papers_entries_and_verdicts_from_its_generated_
     text = numbers.rewritten(gallery, {}, lambda block: False)
     assert "| paper | entries | not run here | PASS | FAIL | INCONCLUSIVE | not testable here |" in text
     assert (
-        "| Paper A (2024) | 2 | 0 | 1 | 1 | 0 | 1 |\n| Paper B | 1 | 1 | 0 | 0 | 0 | 0 |\n| all | 3 | 1 | 1 | 1 | 0 | 1 |"
-        in text
+        "| Paper A (2024) | 2 | 0 | 1 | 1 | 0 | 1 |\n| Paper B | 1 | 1 | 0 | 0 | 0 | 0 |\n"
+        "| all | 3 | 1 | 1 | 1 | 0 | 1 |" in text
     )
 
 

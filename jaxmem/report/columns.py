@@ -67,6 +67,15 @@ OTHER = {
         "seconds": "compile time (wall clock, less any time the process was stopped: SIGSTOP, Ctrl-Z)",
         "at": "when it finished (Unix seconds)",
     },
+    "timeline": {
+        "kind": '"run" or "search" (a sweep that speculates: engine.speculation > 0)',
+        "id": "the run's id, or the search's unit",
+        "start": "the logical step (program steps since the sweep began) at which the run's slot was filled (0 for a "
+        "search)",
+        "end": "the step at which it stopped (a search: ended)",
+        "known_at": "the step at which the driver knew its outcome",
+        "status": '"done", or "frozen": taken out of its slot once no search wanted it (no outcome, not a failure)',
+    },
     "meta": {
         "key": "spec, preset, experiment, fingerprint, resolved_spec (the merged spec, --set overrides included), "
         "elapsed_s, device, planned (units and runs), session, jaxmem_version",
