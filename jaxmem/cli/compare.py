@@ -15,6 +15,7 @@ import pandas as pd
 
 from jaxmem.cli.status import holds_results
 from jaxmem.persistence.store import Store
+from jaxmem.persistence.timeline import speculated
 
 RUN_VALUES = ("max_metric", "final_metric", "final_loss", "steps_run", "steps_to_threshold", "success", "diverged")
 SEARCH_VALUES = ("capacity", "first_failure", "censored", "rounds", "probes")
@@ -75,12 +76,6 @@ def spread_metrics(first: pd.DataFrame, second: pd.DataFrame) -> tuple[pd.DataFr
     a, b = (pd.concat([f.drop(columns="metrics"), m.reindex(columns=names)], axis=1)
             for f, m in zip((first, second), metrics))  # fmt: skip
     return a, b, names
-
-
-def speculated(meta: pd.Series) -> bool:
-    """Whether a sweep ran without a round barrier (its pinned plan's speculation > 0): then its timeline
-    counts fixed segments of program steps and is a result; a round barrier's counts wall-time segments."""
-    return json.loads(meta.get("plan") or "{}").get("speculation", 0) > 0
 
 
 def compare(first: Path, second: Path, tolerance: float = 1e-6) -> tuple[str, bool]:

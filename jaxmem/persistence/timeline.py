@@ -63,3 +63,10 @@ def summary(timeline: pd.DataFrame, compiles: pd.DataFrame, budget: int | None) 
         frozen=int((runs.status == "frozen").sum()),
         slots=slots,
     )
+
+
+def speculated(meta) -> bool:
+    """Whether a sweep ran without a round barrier (its pinned plan's speculation > 0, from its meta mapping):
+    then its timeline counts fixed segments of program steps and is a result; a round barrier's counts wall-time
+    segments and differs from run to run."""
+    return json.loads(meta.get("plan") or "{}").get("speculation", 0) > 0

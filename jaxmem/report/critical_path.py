@@ -41,6 +41,7 @@ def critical_path_section(timeline: pd.DataFrame | None, compiles: pd.DataFrame 
     return (
         "## Critical path\n\n"
         f"The logical timeline: program steps since the sweep began, a step budget being {found.budget:,} "
-        "steps; a sweep with a round barrier counts its wall-time segments. Frozen runs (probes no search "
-        "wanted any more) count their steps up to their freezing.\n\n" + markdown_table(HEADERS, [summary_row(found)])
+        "steps (shown for a sweep that speculates: a round barrier's clock counts wall-time segments, no "
+        "result). Frozen runs (probes no search wanted any more) count their steps up to their freezing.\n\n"
+        + markdown_table(HEADERS, [summary_row(found)])
     )

@@ -14,7 +14,7 @@ from jaxmem.experiments.registry import searching
 from jaxmem.persistence.lock import lock_state
 from jaxmem.persistence.progress import finished, stored_progress
 from jaxmem.persistence.store import Store, expand_config, load_results
-from jaxmem.persistence.timeline import budget_of
+from jaxmem.persistence.timeline import budget_of, speculated
 from jaxmem.report.export import effective_runs, effective_searches, exported_runs
 from jaxmem.report.files import commit, committing, staged, write_table
 from jaxmem.report.partial import Partial, partial_of
@@ -168,7 +168,7 @@ def render(out_dir: Path, report_table: dict | None = None) -> Path:
         final_axes=list(resolved.get("final_eval", {})),
         search_variable=resolved.get("search", {}).get("variable"),
         partial=unfinished(out_dir, meta, raw_runs, raw_searches),
-        timeline=load_results(out_dir, "timeline", expand=False),
+        timeline=load_results(out_dir, "timeline", expand=False) if speculated(meta) else None,  # a result only then
         step_budget=budget_of(meta),
     )
     return paths[-1]
