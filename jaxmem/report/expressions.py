@@ -21,3 +21,11 @@ def row_values(expression: str, frame: pd.DataFrame, bind: dict[str, str] | None
         names = {name: names[v] if isinstance(v, str) and v in bind and v in names else v for name, v in names.items()}
         values.append(float(evaluate(expression, names)))
     return pd.Series(values, index=frame.index, dtype=float)
+
+
+def rows_kept(where: tuple, frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of `frame` whose columns hold one of the values `where` ((field, values), ...) keeps for each
+    field; none where a field is no column."""
+    for name, values in where:
+        frame = frame[frame[name].isin(values)] if name in frame else frame.iloc[:0]
+    return frame

@@ -25,7 +25,7 @@ from jaxmem.report.files import write_csv, write_table
 from jaxmem.report.final_eval_plot import equal_columns, plot_final_eval, setting_groups, setting_label
 from jaxmem.report.text import markdown_table, number
 from jaxmem.report.verdicts import Claim, confidence, mean_in_band, not_testable, slope_text, slope_verdict, stated
-from jaxmem.report.expressions import row_values
+from jaxmem.report.expressions import row_values, rows_kept
 from jaxmem.spec.report_tables import Comparison, FinalEvalSpec, Readoff
 
 UNTRAINED_X_STAR = UNTRAINED + "x_star"  # a read-off's x* of the untrained model
@@ -220,7 +220,7 @@ def compare_section(frame: pd.DataFrame, x: str, comparison: Comparison, by: lis
     metric − other (each row holds both: a metric and its untrained_<metric>, two learners' errors), their mean's
     95 % t-interval on the claimed side of 0 PASSes, on the other FAILs, else INCONCLUSIVE (3 or more runs:
     jaxmem.report.verdicts.mean_in_band)."""
-    frame = frame[np.logical_and.reduce([frame[f].isin(v) for f, v in comparison.where])] if comparison.where else frame
+    frame = rows_kept(comparison.where, frame)
     points = sorted(frame[x].dropna().unique())
     at = points[-1] if comparison.at == "largest" else points[0]
     chosen = frame[frame[x] == at]
@@ -228,14 +228,14 @@ def compare_section(frame: pd.DataFrame, x: str, comparison: Comparison, by: lis
     right = row_values(comparison.other, chosen) if isinstance(comparison.other, str) else comparison.other
     differences = (left - right).rename("difference")
     band = (-math.inf, 0.0) if comparison.below else (0.0, math.inf)
+    claimed = (None, 0.0) if comparison.below else (0.0, None)  # the band as verdicts.json writes it
     section = f"Test-time axes / Compared: {comparison.label}"
     rows = []
     for key, group in setting_groups(chosen.assign(difference=differences, left=left), by):
         verdict, mean, (low, high) = mean_in_band(group["difference"].to_numpy(float), band, "run")
         label = setting_label(by, key)
-        side = (None, 0.0) if comparison.below else (0.0, None)
         verdict = verdict or not_testable("no value")
-        claim = Claim(section, f"{label}: {comparison.label}", verdict, mean, (low, high), side)
+        claim = Claim(section, f"{label}: {comparison.label}", verdict, mean, (low, high), claimed)
         other = number(float(np.median(right[group.index])), 3) if isinstance(right, pd.Series) else number(right)
         rows.append(
             [

@@ -38,7 +38,7 @@ from jaxmem.report.capacity.fit import fit_line
 from jaxmem.report.capacity.linear import fit_checks, fit_verdicts
 from jaxmem.report.capacity.searches import censored_side
 from jaxmem.report.capacity.stable import flagged_units
-from jaxmem.report.expressions import row_values
+from jaxmem.report.expressions import row_values, rows_kept
 from jaxmem.report.files import write_csv
 from jaxmem.report.relations_plot import plot_relations
 from jaxmem.report.text import group_labels, markdown_table, mean_std, number
@@ -82,9 +82,7 @@ def relation_rows(relation: Relation, runs: pd.DataFrame, searches: pd.DataFrame
 
 def kept(relation: Relation, frame: pd.DataFrame) -> pd.DataFrame:
     """The rows of `frame` with the config values the relation's `where` keeps."""
-    for name, values in relation.where:
-        frame = frame[frame[name].isin(values)] if name in frame else frame.iloc[:0]
-    return frame
+    return rows_kept(relation.where, frame)
 
 
 def with_run_metrics(searches: pd.DataFrame, runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
