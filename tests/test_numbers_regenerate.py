@@ -276,6 +276,18 @@ def test_a_targets_table_needs_only_its_shipped_presets_stores():
     assert not numbers.has_numbers(block, {**found, ("s", "quick"): None})
 
 
+def test_only_a_shipped_presets_block_without_data_is_missing_data():
+    """--check exits 3 for a quick block with neither a store nor shipped results; a paper block without a store
+    is compared as its "Not run here" text (with the command naming its preset), not counted as missing."""
+    numbers = script()
+    quick = numbers.Block(Path("README.md"), "s", "quick", "capacity", (), ())
+    paper = numbers.Block(Path("README.md"), "s", "paper", "capacity", (), ())
+    none = {("s", "quick"): None, ("s", "paper"): None}
+    assert numbers.lacks_shipped_data(quick, none) and not numbers.lacks_shipped_data(paper, none)
+    assert not numbers.lacks_shipped_data(quick, {**none, ("s", "quick"): object()})
+    assert "--sweeps s --presets paper" in numbers.render(paper, None)
+
+
 def test_the_shipped_table_reads_each_exports_manifest(tmp_path, monkeypatch):
     numbers = script()
     folder = tmp_path / "fam" / "data" / "s-quick"
