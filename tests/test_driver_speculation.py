@@ -171,10 +171,11 @@ class Stored(_NoStore):
         return {u: set(v) for u, v in self.values.items() if v}
 
 
-@pytest.mark.parametrize("checkpoint, stored", [(3, 3), (5, 9), (9, 9), (12, 15)])
+@pytest.mark.parametrize("checkpoint, stored", [(0, 6), (3, 3), (5, 9), (9, 9), (12, 15)])
 def test_a_sweep_resumed_from_a_checkpoint_launches_and_ends_as_an_undisturbed_one(checkpoint, stored):
     """Stopped where a runner's checkpoint was taken (segment `checkpoint`), with the store holding the
-    outcomes known up to segment `stored` (a kill -9 leaves those after the checkpoint), then resumed:
+    outcomes known up to segment `stored` (a kill -9 leaves those after the checkpoint; checkpoint 0: killed
+    before any checkpoint, so every run restarts from the store's outcomes alone), then resumed:
     the runs in the checkpoint's slots come back without a launch, and every launch (run, start) and
     every search's end is the undisturbed sweep's. Slots are scarce: launches wait for free ones."""
     spec, slots = parse(raw_spec(), name="s"), 12
