@@ -50,7 +50,7 @@ AXIS = {
                 "log_range": {**NUMBERS, "minItems": 2, "maxItems": 2},
                 "exponents": {**NUMBERS, "minItems": 3, "maxItems": 3},
                 "num": {"type": "integer", "minimum": 1},
-                "base": {"type": "number", "minimum": 0, "exclusiveMinimum": True},
+                "base": {"type": "number", "exclusiveMinimum": 0},
                 "round": {"enum": ["floor", "round", "ceil"]},
             },
             "oneOf": [{"required": [k]} for k in ("range", "log_range", "exponents")],
@@ -100,23 +100,24 @@ def schema() -> dict:
     }
     defs["SweepFile"] = {**tables, "properties": {**tables["properties"], "extends": extends, "presets": presets}}
     defs |= {f"{name}Partial": _partial(d) for name, d in defs.items()}
-    extending = {"allOf": [{"required": ["extends"]}, {"$ref": "#/definitions/SweepFilePartial"}]}
     return {
-        "$schema": "http://json-schema.org/draft-04/schema#",
+        "$schema": "http://json-schema.org/draft-07/schema#",
         "title": "jaxmem sweep spec",
         "description": tables["description"] + " `jaxmem schema` writes this file; docs/spec.md lists the keys.",
-        "anyOf": [{"$ref": "#/definitions/SweepFile"}, extending],
+        "if": {"required": ["extends"]},  # (not anyOf: a validator reports an error inside a branch at its key)
+        "then": {"$ref": "#/definitions/SweepFilePartial"},
+        "else": {"$ref": "#/definitions/SweepFile"},
         "definitions": defs,
     }
 
 
 LIMITS = {"ge": "minimum", "le": "maximum", "gt": "exclusiveMinimum", "lt": "exclusiveMaximum"}
-EXCLUSIVE = {"exclusiveMinimum": "minimum", "exclusiveMaximum": "maximum"}  # draft 4: a flag on the bound
 
 
 def _tidy(node):
-    """pydantic's schema as TOML and JSON Schema draft 4 (the TOML language servers') have it: no null (TOML has
-    none), no titles, limits and tuples in draft 4's words, no unknown keys."""
+    """pydantic's schema as TOML and JSON Schema draft 7 (the TOML language servers' newest) have it: no null
+    (TOML has none), no titles, limits and tuples in draft 7's words, no unknown keys, every table closed (an
+    unknown key is named where it stands) and reached without anyOf (`_by_type`)."""
     if isinstance(node, list):
         return [_tidy(n) for n in node]
     if not isinstance(node, dict):
@@ -124,18 +125,25 @@ def _tidy(node):
     named = ("properties", "$defs")  # keys whose values are tables by name
     node = {k: {n: _tidy(p) for n, p in v.items()} if k in named else _tidy(v) for k, v in node.items() if k != "title"}
     node = {LIMITS.get(k, k): v for k, v in node.items()}
-    for exclusive, bound in EXCLUSIVE.items():
-        if not isinstance(node.get(exclusive, True), bool):
-            node[bound], node[exclusive] = node[exclusive], True
-    if "const" in node:
-        node["enum"] = [node.pop("const")]
     if "prefixItems" in node:
         node["items"] = node.pop("prefixItems")
     options = [o for o in node.pop("anyOf", []) if o != {"type": "null"}]
-    node = {**options[0], **node} if len(options) == 1 else {**node, "anyOf": options} if options else node
+    if len(options) > 1 and any("$ref" in o for o in options):
+        node |= _by_type(options)
+    elif options:
+        node = {**options[0], **node} if len(options) == 1 else {**node, "anyOf": options}
     if node.get("default", 0) is None or node.get("type") == "object" and node.get("default") == []:
         node.pop("default")
     return {**node, "additionalProperties": False} if "properties" in node else node
+
+
+def _by_type(options: list[dict]) -> dict:
+    """A choice between a table and other kinds (a table or a list of them, an expression or a table) as
+    if/then/else on the value's JSON type: an error inside the table is then reported at its key, where anyOf
+    reports only that no option matched, on the table's first line."""
+    first, *rest = options
+    otherwise = _by_type(rest) if len(rest) > 1 else rest[0]
+    return {"if": {"type": "object" if "$ref" in first else first["type"]}, "then": first, "else": otherwise}
 
 
 def _partial(node):

@@ -14,7 +14,7 @@ import typing
 from collections.abc import Iterable
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, PlainValidator, Strict, TypeAdapter, ValidationError
+from pydantic import BeforeValidator, Field, PlainValidator, Strict, TypeAdapter, ValidationError, WithJsonSchema
 
 from jaxmem.spec.expr import ExpressionError, names_in
 
@@ -149,7 +149,14 @@ Names = Annotated[
 Formula = plain(_formula, str, "an expression string")
 Expression = plain(lambda v: v if is_number(v) else _formula(v), float | str, "a number or an expression string")
 Pair = plain(_pair(False), tuple[float, float], "[lo, hi]")
-Bounds = plain(_pair(True), tuple[float, float], "[lo, hi] (numbers; -inf or inf for an open end)")
+# A TOML editor validates a spec as JSON, which has no inf: taplo passes TOML's inf as null, so the schema takes it.
+OPEN_PAIR = {"type": "array", "items": {"type": ["number", "null"]}, "minItems": 2, "maxItems": 2}
+Bounds = Annotated[
+    Any,
+    PlainValidator(_pair(True)),
+    WithJsonSchema(OPEN_PAIR),
+    Words("[lo, hi] (numbers; -inf or inf for an open end)"),
+]
 
 
 # -- reading a table ----------------------------------------------------------------------------------------
