@@ -195,3 +195,12 @@ def test_lowered_judges_the_paired_differences_of_trained_and_untrained_per_sett
         text = compare_section(frame, "l_ts", compared[0], ["alpha_test"])
     assert [c.verdict.outcome for c in claims] == ["FAIL", "PASS"]  # at l_ts 8: 0.2 (0.4) and 0.52 (1.0)
     assert "At the smallest l_ts (8)" in text and "icl_error > 0.45" in text
+
+
+def test_a_comparison_whose_where_keeps_no_run_is_not_testable_here():
+    frame = pd.DataFrame([{"run_id": "r0", "seed": 0, "alpha_test": 0.4, "l_ts": 8, "icl_error": 0.5}])
+    above = {"metric": "icl_error", "above": 0.45, "where": {"alpha_test": [0.9]}}
+    compared = stored_report_spec({"report": {"final_eval": {"compare": above}}}).final_eval.comparisons
+    with stating() as claims:
+        text = compare_section(frame, "l_ts", compared[0], ["alpha_test"])
+    assert [c.verdict.outcome for c in claims] == ["not testable here"] and "no run with a l_ts value" in text

@@ -222,14 +222,17 @@ def compare_section(frame: pd.DataFrame, x: str, comparison: Comparison, by: lis
     jaxmem.report.verdicts.mean_in_band)."""
     frame = rows_kept(comparison.where, frame)
     points = sorted(frame[x].dropna().unique())
+    section = f"Test-time axes / Compared: {comparison.label}"
+    claimed = (None, 0.0) if comparison.below else (0.0, None)  # the band as verdicts.json writes it
+    if not points:
+        nothing = Claim(section, comparison.label, not_testable(f"no run with a {x} value"), None, None, claimed)
+        return f"### Compared: {comparison.label}\n\n{stated(nothing)}"
     at = points[-1] if comparison.at == "largest" else points[0]
     chosen = frame[frame[x] == at]
     left = row_values(comparison.metric, chosen)
     right = row_values(comparison.other, chosen) if isinstance(comparison.other, str) else comparison.other
     differences = (left - right).rename("difference")
     band = (-math.inf, 0.0) if comparison.below else (0.0, math.inf)
-    claimed = (None, 0.0) if comparison.below else (0.0, None)  # the band as verdicts.json writes it
-    section = f"Test-time axes / Compared: {comparison.label}"
     rows = []
     for key, group in setting_groups(chosen.assign(difference=differences, left=left), by):
         verdict, mean, (low, high) = mean_in_band(group["difference"].to_numpy(float), band, "run")
