@@ -39,15 +39,16 @@ def test_the_precision_reaches_the_traced_matmuls():
     x = jnp.asarray(np.ones((4, 4), np.float32))
     texts = {}
     for name in ("highest", "tf32", "bf16"):
-        with matmul_precision(Settings(1, 1, "accuracy", 1.0, 1.0, matmul_precision=name), "cpu"):
+        with matmul_precision(Settings(1, 1, "accuracy", 1.0, 1.0, matmul_precision=name), "tpu"):
             texts[name] = jax.jit(lambda a: a @ a).lower(x).as_text()
-    assert "lhs_precision_type = bf16" in texts["bf16"] and "HIGHEST" in texts["highest"] == texts["tf32"]
+    assert "lhs_precision_type = bf16" in texts["bf16"] and "HIGHEST" in texts["highest"] != texts["tf32"]
 
 
 def test_each_platform_gets_a_precision_it_has():
     named = {(p, k): jax_matmul_precision(p, k) for p in ("highest", "tf32", "bf16") for k in ("cpu", "gpu", "tpu")}
     assert named[("tf32", "gpu")] == "TF32_TF32_F32" and named[("tf32", "cpu")] == "highest"
     assert named[("bf16", "gpu")] == "BF16_BF16_F32" and named[("highest", "tpu")] == "highest"
+    assert named[("bf16", "cpu")] == "highest", "a CPU emulates bf16 (engine/emulated_precision.py)"
 
 
 def test_the_report_names_the_precision():

@@ -26,6 +26,7 @@ from jaxmem.plan.buckets import Bucket, traced_values
 from jaxmem.engine.program import (
     RunState,
     Settings,
+    at_precision,
     dyn_arrays,
     final_eval_points,
     make_final_eval,
@@ -113,14 +114,16 @@ def compile_program(exp: Experiment, bucket: Bucket, settings: Settings, slots: 
     args = (jax.tree.map(on_mesh, dyn), on_mesh(ints), on_mesh(ints), *[on_mesh(flags)] * 3, scalar, scalar)
     segment, _ = make_segment(exp, bucket.shape_dict, settings, axis="runs")
     program = sharded_segment(segment, mesh, "runs", settings)
-    with matmul_precision(settings, mesh.devices.flat[0].platform):
-        compiled = jax.jit(program, donate_argnums=0).lower(state, *args).compile()
+    platform = mesh.devices.flat[0].platform
+    with matmul_precision(settings, platform):
+        compiled = jax.jit(at_precision(program, settings, platform), donate_argnums=0).lower(state, *args).compile()
     final, points = None, None
     if settings.final_eval:
         rows = final_eval_points(settings.final_eval)
         points = {k: np.asarray([r[k] for r in rows], dyn[k].dtype) for k in rows[0]}
-        with matmul_precision(settings, mesh.devices.flat[0].platform):
-            final = jax.jit(make_final_eval(exp, bucket.shape_dict)).lower(state, args[0], points).compile()
+        with matmul_precision(settings, platform):
+            final_eval = at_precision(make_final_eval(exp, bucket.shape_dict), settings, platform)
+            final = jax.jit(final_eval).lower(state, args[0], points).compile()
     seconds = running_clock.running() - start
     return Program(compiled, state, mesh, slots, seconds, peak_bytes(compiled), final, points)
 

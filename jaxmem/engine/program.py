@@ -19,6 +19,7 @@ import numpy as np
 import optax
 from jax.sharding import PartitionSpec as P
 
+from jaxmem.engine.emulated_precision import MANTISSA_BITS, emulated
 from jaxmem.experiments.interface import Experiment
 from jaxmem.persistence.untrained import as_untrained
 from jaxmem.plan.runs import run_key
@@ -79,12 +80,14 @@ def stops(settings: Settings, best: jax.Array, metrics: dict) -> jax.Array:
 
 
 # engine.matmul_precision as JAX's default_matmul_precision, per platform: explicit dot algorithms where the
-# platform has them (a CPU computes f32 dots in f32 whatever it is told, and refuses a TF32 algorithm).
+# platform has them. A CPU computes f32 dots in f32 whatever it is told (and refuses a TF32 algorithm), so
+# there the reduced precisions are emulated instead (`at_precision`).
 JAX_MATMUL_PRECISION = {
     "highest": {},
     "tf32": {"gpu": "TF32_TF32_F32", "tpu": "tensorfloat32"},
-    "bf16": {"gpu": "BF16_BF16_F32", "tpu": "BF16_BF16_F32", "cpu": "BF16_BF16_F32"},
+    "bf16": {"gpu": "BF16_BF16_F32", "tpu": "BF16_BF16_F32"},
 }
+EMULATED_ON = ("cpu",)  # platforms whose reduced-precision matmuls are emulated (engine/emulated_precision.py)
 
 
 def jax_matmul_precision(name: str, platform: str) -> str:
@@ -92,10 +95,33 @@ def jax_matmul_precision(name: str, platform: str) -> str:
     return JAX_MATMUL_PRECISION[name].get(platform, "highest")
 
 
+def emulates(name: str, platform: str) -> bool:
+    """Whether matmul precision `name` is emulated on `platform` (rounded operands, f32 products)."""
+    return name != "highest" and platform in EMULATED_ON
+
+
+def precision_label(name: str, platform: str) -> str:
+    """The matmul precision as a report states it: the name, and how a reduced one was computed on `platform`
+    ("tf32 (emulated: operands rounded to 10-bit mantissas, f32 accumulation)")."""
+    if name == "highest":
+        return name
+    if emulates(name, platform):
+        return f"{name} (emulated: operands rounded to {MANTISSA_BITS[name]}-bit mantissas, f32 accumulation)"
+    return f"{name} (the device's {jax_matmul_precision(name, platform)} matmuls)"
+
+
 def matmul_precision(settings: Settings, platform: str):
     """The context in which a bucket's programs are traced: f32 matmuls at the sweep's precision (JAX's
     `default_matmul_precision`; thread-local, so it must wrap the tracing itself)."""
     return jax.default_matmul_precision(jax_matmul_precision(settings.matmul_precision, platform))
+
+
+def at_precision(fn, settings: Settings, platform: str):
+    """`fn` (a program to jit) with its matmuls at the sweep's precision where `platform` cannot compute
+    it and emulates it (`emulates`); else `fn` itself, traced in `matmul_precision`'s context. Emulation
+    on a CPU rather than a silent f32: a sweep's results then are those of the precision it names (and its
+    fingerprint records), to the accelerator's rounding of the matmul operands."""
+    return emulated(fn, settings.matmul_precision) if emulates(settings.matmul_precision, platform) else fn
 
 
 def tree_where(mask: jax.Array, new, old):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from jaxmem.engine.program import precision_label
 from jaxmem.experiments import code_identity
 from jaxmem.experiments.registry import find as find_experiment
 from jaxmem.experiments.registry import searching
@@ -46,7 +47,8 @@ def meta_view(meta: dict, train: dict, compiles: pd.DataFrame) -> dict:
     view["compiles"] = len(compiles)
     view["compile_time_s"] = round(float(compiles["seconds"].sum()), 2) if len(compiles) else 0.0
     engine = json.loads(meta.get("resolved_spec", "{}")).get("engine", {})
-    view["matmul_precision"] = engine.get("matmul_precision", EngineSpec.matmul_precision)
+    platform = str(meta.get("device", "")).split(" ")[0]  # "cpu x1 (cpu)": the platform first
+    view["matmul_precision"] = precision_label(engine.get("matmul_precision", EngineSpec.matmul_precision), platform)
     view["experiment_code"] = code_identity.state(meta)
     if train.get("integrator") == "gradient_flow":
         rtol, atol = train.get("rtol", TrainSpec.rtol), train.get("atol", TrainSpec.atol)
