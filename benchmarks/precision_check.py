@@ -62,9 +62,21 @@ def children_cpu() -> float:
 def run_grid(grid: str, precision: str, out: Path) -> tuple[float, float]:
     """(wall seconds, share of the cores other processes used meanwhile) of one quick run of `grid` at
     `precision` into `out` (a fresh process)."""
-    command = [sys.executable, "-c", CLI, "run", str(SWEEPS / f"{grid}.toml"), "--preset", "quick",
-               "--set", f'engine.matmul_precision="{precision}"', "--out", str(out), "--quiet",
-               "--no-compile-cache"]
+    command = [
+        sys.executable,
+        "-c",
+        CLI,
+        "run",
+        str(SWEEPS / f"{grid}.toml"),
+        "--preset",
+        "quick",
+        "--set",
+        f'engine.matmul_precision="{precision}"',
+        "--out",
+        str(out),
+        "--quiet",
+        "--no-compile-cache",
+    ]
     start, busy, child = time.perf_counter(), C.cpu_busy(), children_cpu()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - start
@@ -97,8 +109,19 @@ def rows_for(grid: str, runs: dict[str, Path], walls: dict[str, tuple], platform
         if not emulates(precision, platform) and algorithm != "highest":
             computed += f"; honoured: {'yes' if changes_a_matmul(algorithm) else 'no (computed in f32)'}"
         wall, load = walls[precision]
-        rows.append([grid, precision, computed, f"{wall:.0f}", f"{100 * load:.0f}%", points, f"{100 * worst:.1f}%",
-                     "yes" if worst <= TOLERANCE else "**no**", slope_verdict(out)])
+        rows.append(
+            [
+                grid,
+                precision,
+                computed,
+                f"{wall:.0f}",
+                f"{100 * load:.0f}%",
+                points,
+                f"{100 * worst:.1f}%",
+                "yes" if worst <= TOLERANCE else "**no**",
+                slope_verdict(out),
+            ]
+        )
     return rows
 
 
@@ -139,8 +162,20 @@ def main() -> None:
         "",
         *C.md_table(["", ""], [[k, v] for k, v in machine.items()]),
         "",
-        *C.md_table(["grid", "precision", "computed here as", "wall s", "load", "capacity medians",
-                     "max |Δ| vs highest", "within 5 %", "slope verdict"], rows),
+        *C.md_table(
+            [
+                "grid",
+                "precision",
+                "computed here as",
+                "wall s",
+                "load",
+                "capacity medians",
+                "max |Δ| vs highest",
+                "within 5 %",
+                "slope verdict",
+            ],
+            rows,
+        ),
         "",
     ]
     if same:
