@@ -34,14 +34,22 @@ ROWS: list[list[str]] = []
 def jaxmem(*args, cwd=ROOT, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "jaxmem.cli", *map(str, args)],
-        cwd=cwd, env=ENV, capture_output=True, text=True, timeout=timeout,
+        cwd=cwd,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
 def started(*args, cwd=ROOT) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "jaxmem.cli", *map(str, args)],
-        cwd=cwd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=cwd,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
 
 
@@ -90,8 +98,12 @@ def kill_nine(tmp: Path, reference: Path, kills: int) -> None:
         landed += 1
     final = jaxmem("run", SPEC, "--out", out, "--quiet")
     same, words = agrees(out, reference)
-    record(f"kill -9 × {landed} at random times, then rerun", "exit 0; compare agrees",
-           final.returncode == 0 and same, f"exit {final.returncode}; {words}")
+    record(
+        f"kill -9 × {landed} at random times, then rerun",
+        "exit 0; compare agrees",
+        final.returncode == 0 and same,
+        f"exit {final.returncode}; {words}",
+    )
 
 
 def stop_with(tmp: Path, reference: Path, sig: signal.Signals, code: int) -> None:
@@ -102,10 +114,13 @@ def stop_with(tmp: Path, reference: Path, sig: signal.Signals, code: int) -> Non
     output, _ = child.communicate(timeout=120)
     resumed = jaxmem("run", SPEC, "--out", out, "--quiet")
     same, words = agrees(out, reference)
-    record(f"{sig.name} mid-sweep, then rerun", f"exit {code}; rerun exit 0; compare agrees",
-           child.returncode == code and resumed.returncode == 0 and same,
-           f"exit {child.returncode} ({said(subprocess.CompletedProcess([], 0, output, ''))}); rerun exit "
-           f"{resumed.returncode}; {words}")
+    record(
+        f"{sig.name} mid-sweep, then rerun",
+        f"exit {code}; rerun exit 0; compare agrees",
+        child.returncode == code and resumed.returncode == 0 and same,
+        f"exit {child.returncode} ({said(subprocess.CompletedProcess([], 0, output, ''))}); rerun exit "
+        f"{resumed.returncode}; {words}",
+    )
 
 
 def concurrent(tmp: Path) -> None:
@@ -116,8 +131,12 @@ def concurrent(tmp: Path) -> None:
     second = jaxmem("run", SPEC, "--out", out, "--quiet", *long)
     first.send_signal(signal.SIGTERM)
     first.communicate(timeout=300)
-    record("a second run into a folder in use", "exit 3 naming the holder",
-           second.returncode == 3, f"exit {second.returncode}: {said(second)}")
+    record(
+        "a second run into a folder in use",
+        "exit 3 naming the holder",
+        second.returncode == 3,
+        f"exit {second.returncode}: {said(second)}",
+    )
 
 
 def damaged_store(tmp: Path, reference: Path) -> None:
@@ -129,24 +148,33 @@ def damaged_store(tmp: Path, reference: Path) -> None:
     status = jaxmem("status", out)
     rerun = jaxmem("run", SPEC, "--out", out, "--quiet")
     same, words = agrees(out, reference)
-    record("a changed value in the store", "status exit 4 naming it; run moves it aside, recomputes; agrees",
-           status.returncode == 4 and rerun.returncode == 0 and same,
-           f"status exit {status.returncode}: {said(status)}; run exit {rerun.returncode}; {words}")
+    record(
+        "a changed value in the store",
+        "status exit 4 naming it; run moves it aside, recomputes; agrees",
+        status.returncode == 4 and rerun.returncode == 0 and same,
+        f"status exit {status.returncode}: {said(status)}; run exit {rerun.returncode}; {words}",
+    )
     out = tmp / "deleted"
     shutil.copytree(reference, out)
     with sqlite3.connect(out / "results.sqlite") as db:
         db.execute("delete from runs where rowid in (select rowid from runs limit 5)")
     status, rerun = jaxmem("status", out), jaxmem("run", SPEC, "--out", out, "--quiet")
-    record("5 rows deleted from the store", "status and run exit 4 naming the table",
-           status.returncode == 4 and rerun.returncode == 4 and "runs" in said(status),
-           f"status exit {status.returncode}: {said(status)}; run exit {rerun.returncode}")
+    record(
+        "5 rows deleted from the store",
+        "status and run exit 4 naming the table",
+        status.returncode == 4 and rerun.returncode == 4 and "runs" in said(status),
+        f"status exit {status.returncode}: {said(status)}; run exit {rerun.returncode}",
+    )
     out = tmp / "empty"
     out.mkdir()
     (out / "results.sqlite").write_bytes(b"")
     status, report = jaxmem("status", out), jaxmem("report", out)
-    record("a 0-byte results file", "status and report exit 4, no traceback",
-           status.returncode == report.returncode == 4 and "Traceback" not in status.stderr + report.stderr,
-           f"status exit {status.returncode}: {said(status)}; report exit {report.returncode}")
+    record(
+        "a 0-byte results file",
+        "status and report exit 4, no traceback",
+        status.returncode == report.returncode == 4 and "Traceback" not in status.stderr + report.stderr,
+        f"status exit {status.returncode}: {said(status)}; report exit {report.returncode}",
+    )
 
 
 def damaged_checkpoints(tmp: Path, reference: Path) -> None:
@@ -162,8 +190,12 @@ def damaged_checkpoints(tmp: Path, reference: Path) -> None:
             damaged += 1
     rerun = jaxmem("run", SPEC, "--out", out, "--quiet")
     same, words = agrees(out, reference)
-    record(f"every checkpoint file truncated ({damaged} files) after SIGTERM", "rerun exit 0; agrees",
-           rerun.returncode == 0 and same, f"rerun exit {rerun.returncode}; {words}")
+    record(
+        f"every checkpoint file truncated ({damaged} files) after SIGTERM",
+        "rerun exit 0; agrees",
+        rerun.returncode == 0 and same,
+        f"rerun exit {rerun.returncode}; {words}",
+    )
 
 
 def mounted_tmpfs(mount: Path, size: str) -> bool:
@@ -188,11 +220,13 @@ def full_disk(tmp: Path, reference: Path) -> None:
         filler.unlink()
         after = jaxmem("run", SPEC, "--out", out, "--quiet")
         same, words = agrees(out, reference)
-        record("a full disk under a finished store", "exit 4 'no space left'; never moved aside; "
-               "after room is made: nothing to run, agrees",
-               rerun.returncode == 4 and "no space left" in said(rerun) and kept and after.returncode == 0 and same,
-               f"run exit {rerun.returncode}: {said(rerun)}; status exit {status.returncode}; moved aside: "
-               f"{not kept}; after room: exit {after.returncode}, {words}")
+        record(
+            "a full disk under a finished store",
+            "exit 4 'no space left'; never moved aside; after room is made: nothing to run, agrees",
+            rerun.returncode == 4 and "no space left" in said(rerun) and kept and after.returncode == 0 and same,
+            f"run exit {rerun.returncode}: {said(rerun)}; status exit {status.returncode}; moved aside: "
+            f"{not kept}; after room: exit {after.returncode}, {words}",
+        )
     finally:
         subprocess.run(["umount", str(mount)], capture_output=True)
 
@@ -208,9 +242,12 @@ def read_only(tmp: Path, reference: Path) -> None:
         return
     try:
         status, rerun = jaxmem("status", out), jaxmem("run", SPEC, "--out", out, "--quiet")
-        record("a read-only mount of a finished folder", "status exit 0; run exit 4 naming it",
-               status.returncode == 0 and rerun.returncode == 4,
-               f"status exit {status.returncode}; run exit {rerun.returncode}: {said(rerun)}")
+        record(
+            "a read-only mount of a finished folder",
+            "status exit 0; run exit 4 naming it",
+            status.returncode == 0 and rerun.returncode == 4,
+            f"status exit {status.returncode}; run exit {rerun.returncode}: {said(rerun)}",
+        )
     finally:
         subprocess.run(["umount", str(out)], capture_output=True)
 
@@ -234,8 +271,12 @@ def bad_input(tmp: Path) -> None:
     out.mkdir()
     (out / ".lock").write_bytes(os.urandom(64))
     result = jaxmem("run", SPEC, "--out", out, "--quiet")
-    record("a .lock holding random bytes", "exit 0, taken over with a warning", result.returncode == 0,
-           f"exit {result.returncode}: {said(result)}")
+    record(
+        "a .lock holding random bytes",
+        "exit 0, taken over with a warning",
+        result.returncode == 0,
+        f"exit {result.returncode}: {said(result)}",
+    )
 
 
 def edited_experiment(tmp: Path) -> None:
@@ -252,12 +293,16 @@ def edited_experiment(tmp: Path) -> None:
     edited, status = jaxmem("run", spec, "--out", out, "--quiet", cwd=folder), jaxmem("status", out, cwd=folder)
     restarted = jaxmem("run", spec, "--out", out, "--quiet", "--restart", cwd=folder)
     warned = [line for line in status.stdout.splitlines() if "experiment code" in line]
-    record("examples/relu_teacher's loss × 100 between two runs into one folder",
-           "exit 4 naming the module; status says the code changed; unchanged code resumes; --restart starts over",
-           first.returncode == again.returncode == restarted.returncode == 0 and edited.returncode == 4
-           and "relu_teacher" in said(edited) and "CHANGED" in " ".join(warned),
-           f"unchanged rerun exit {again.returncode}; edited rerun exit {edited.returncode}: {said(edited)}; "
-           f"status: {' '.join(warned)}; --restart exit {restarted.returncode}")
+    record(
+        "examples/relu_teacher's loss × 100 between two runs into one folder",
+        "exit 4 naming the module; status says the code changed; unchanged code resumes; --restart starts over",
+        first.returncode == again.returncode == restarted.returncode == 0
+        and edited.returncode == 4
+        and "relu_teacher" in said(edited)
+        and "CHANGED" in " ".join(warned),
+        f"unchanged rerun exit {again.returncode}; edited rerun exit {edited.returncode}: {said(edited)}; "
+        f"status: {' '.join(warned)}; --restart exit {restarted.returncode}",
+    )
 
 
 def lines_after(child: subprocess.Popen, moment: list[float]) -> list[str]:
@@ -289,11 +334,13 @@ def double_ctrl_c(tmp: Path, reference: Path, tries: int) -> None:
     final = jaxmem("run", SPEC, "--out", out, "--quiet")
     same, words = agrees(out, reference)
     tracebacks = any("Traceback" in line for line in worst)
-    record(f"double Ctrl-C (SIGINT, again 0.3 s later) × {tries} at random times, then rerun",
-           "exit 130 (0 if it had finished), at most 3 lines, no traceback; rerun agrees",
-           all(code in (0, 130) for code in codes) and len(worst) <= 3 and not tracebacks and same,
-           f"exits {sorted(set(codes))}; most lines after the first signal: {len(worst)} "
-           f"({' / '.join(worst)[:160]}); rerun exit {final.returncode}; {words}")
+    record(
+        f"double Ctrl-C (SIGINT, again 0.3 s later) × {tries} at random times, then rerun",
+        "exit 130 (0 if it had finished), at most 3 lines, no traceback; rerun agrees",
+        all(code in (0, 130) for code in codes) and len(worst) <= 3 and not tracebacks and same,
+        f"exits {sorted(set(codes))}; most lines after the first signal: {len(worst)} "
+        f"({' / '.join(worst)[:160]}); rerun exit {final.returncode}; {words}",
+    )
 
 
 def odd_lock_files(tmp: Path, reference: Path) -> None:
@@ -315,10 +362,15 @@ def odd_lock_files(tmp: Path, reference: Path) -> None:
                 outcomes.append((result.returncode, time.time() - start, said(result)))
             except subprocess.TimeoutExpired:
                 outcomes.append((None, time.time() - start, "blocked"))
-        record(f"{kind} as .lock (status, then run)", "a clear message within 5 s each, no traceback",
-               all(code is not None and took < 5 and "Traceback" not in text for code, took, text in outcomes),
-               "; ".join(f"{c[0]} exit {code} in {took:.1f} s: {text}" for c, (code, took, text)
-                         in zip(("status", "run"), outcomes)))
+        record(
+            f"{kind} as .lock (status, then run)",
+            "a clear message within 5 s each, no traceback",
+            all(code is not None and took < 5 and "Traceback" not in text for code, took, text in outcomes),
+            "; ".join(
+                f"{c[0]} exit {code} in {took:.1f} s: {text}"
+                for c, (code, took, text) in zip(("status", "run"), outcomes)
+            ),
+        )
 
 
 def peer_death(tmp: Path) -> None:
@@ -328,8 +380,22 @@ def peer_death(tmp: Path) -> None:
     ports = random.Random(8).sample(range(29000, 29999), 2)
     for victim, port in zip((1, 0), ports):
         out, survivor = tmp / f"peer-{victim}", 1 - victim
-        job = [started("run", spec, "--out", out, "--quiet", "--coordinator", f"127.0.0.1:{port}",
-                       "--num-processes", 2, "--process-id", k) for k in (0, 1)]
+        job = [
+            started(
+                "run",
+                spec,
+                "--out",
+                out,
+                "--quiet",
+                "--coordinator",
+                f"127.0.0.1:{port}",
+                "--num-processes",
+                2,
+                "--process-id",
+                k,
+            )
+            for k in (0, 1)
+        ]
         wait_until(lambda: any((out / "shards" / "p1" / "checkpoints").glob("*/*")), timeout=180)
         job[victim].send_signal(signal.SIGKILL)
         killed = time.time()
@@ -340,13 +406,20 @@ def peer_death(tmp: Path) -> None:
         resumed = jaxmem("run", spec, "--out", out, "--quiet")
         same, words = agrees(out, reference)
         lines = [line for line in output.splitlines() if line.strip() and not line.startswith("[jaxmem]")]
-        record(f"kill -9 of process {victim} of 2 on localhost", "the other exits within 60 s, one line naming "
-               "it and the resume command, no C++ trace; status counts the shards' runs; resume agrees",
-               job[survivor].returncode == 5 and took < 60 and "Check failure" not in output
-               and f"process {victim}" in output and "resume with" in output and not counted.startswith("0 runs")
-               and same,
-               f"process {survivor} exit {job[survivor].returncode} after {took:.1f} s: {' / '.join(lines)[:200]}; "
-               f"status: {counted}; resume exit {resumed.returncode}; {words}")
+        record(
+            f"kill -9 of process {victim} of 2 on localhost",
+            "the other exits within 60 s, one line naming "
+            "it and the resume command, no C++ trace; status counts the shards' runs; resume agrees",
+            job[survivor].returncode == 5
+            and took < 60
+            and "Check failure" not in output
+            and f"process {victim}" in output
+            and "resume with" in output
+            and not counted.startswith("0 runs")
+            and same,
+            f"process {survivor} exit {job[survivor].returncode} after {took:.1f} s: {' / '.join(lines)[:200]}; "
+            f"status: {counted}; resume exit {resumed.returncode}; {words}",
+        )
 
 
 def copy_with(reference: Path, out: Path, *statements: str) -> Path:
@@ -360,22 +433,43 @@ def copy_with(reference: Path, out: Path, *statements: str) -> Path:
 
 def silent_damage(tmp: Path, reference: Path) -> None:
     """Damage that status and report refused but other commands passed over."""
-    damaged = copy_with(reference, tmp / "traj-flip", "drop trigger if exists trajectories_checksum",
-                        "update trajectories set metrics = '{\"accuracy\": 1.0}' where rowid = 1")
+    damaged = copy_with(
+        reference,
+        tmp / "traj-flip",
+        "drop trigger if exists trajectories_checksum",
+        "update trajectories set metrics = '{\"accuracy\": 1.0}' where rowid = 1",
+    )
     result = jaxmem("compare", reference, damaged)
-    record("a trajectories row changed behind jaxmem's back, then compare", "exit 4 naming the table",
-           result.returncode == 4 and "trajectories" in said(result), f"exit {result.returncode}: {said(result)}")
+    record(
+        "a trajectories row changed behind jaxmem's back, then compare",
+        "exit 4 naming the table",
+        result.returncode == 4 and "trajectories" in said(result),
+        f"exit {result.returncode}: {said(result)}",
+    )
     lost = copy_with(reference, tmp / "meta-lost", "delete from meta where key = 'preset'")
-    loaded = subprocess.run([sys.executable, "-c", f"import jaxmem; print(len(jaxmem.load_results({str(lost)!r})))"],
-                            cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    loaded = subprocess.run(
+        [sys.executable, "-c", f"import jaxmem; print(len(jaxmem.load_results({str(lost)!r})))"],
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     last = (loaded.stderr.strip().splitlines() or [""])[-1]
-    record("a meta row deleted, then load_results", "refused as status refuses it (lost rows)",
-           loaded.returncode != 0 and "lost rows" in last, f"exit {loaded.returncode}: {last[:200]}")
+    record(
+        "a meta row deleted, then load_results",
+        "refused as status refuses it (lost rows)",
+        loaded.returncode != 0 and "lost rows" in last,
+        f"exit {loaded.returncode}: {last[:200]}",
+    )
     dropped = copy_with(reference, tmp / "traj-dropped", "drop table trajectories")
     status, rerun = jaxmem("status", dropped), jaxmem("run", SPEC, "--out", dropped, "--quiet")
-    record("the trajectories table dropped", "status and run agree: exit 4, lost rows named",
-           status.returncode == rerun.returncode == 4 and "lost rows" in said(status) + said(rerun),
-           f"status exit {status.returncode}: {said(status)}; run exit {rerun.returncode}")
+    record(
+        "the trajectories table dropped",
+        "status and run agree: exit 4, lost rows named",
+        status.returncode == rerun.returncode == 4 and "lost rows" in said(status) + said(rerun),
+        f"status exit {status.returncode}: {said(status)}; run exit {rerun.returncode}",
+    )
 
 
 def relative_out(tmp: Path) -> None:
@@ -388,9 +482,12 @@ def relative_out(tmp: Path) -> None:
     child.communicate(timeout=120)
     status = jaxmem("status", folder / "out")
     advice = next((line for line in status.stdout.splitlines() if "resume with" in line), "")
-    record("status of a run stopped with a relative --out, asked from another folder",
-           "the resume command names the folder by a path that works from here",
-           f"--out {folder / 'out'}" in advice, advice[-160:] or f"exit {status.returncode}: {said(status)}")
+    record(
+        "status of a run stopped with a relative --out, asked from another folder",
+        "the resume command names the folder by a path that works from here",
+        f"--out {folder / 'out'}" in advice,
+        advice[-160:] or f"exit {status.returncode}: {said(status)}",
+    )
 
 
 def stopped_compile(tmp: Path) -> None:
@@ -407,8 +504,12 @@ def stopped_compile(tmp: Path) -> None:
     child.send_signal(signal.SIGCONT)
     child.communicate(timeout=300)
     seconds = [compiled_seconds(folder) for folder in (out, undisturbed)]
-    record("SIGSTOP for 10 s during a compile", "the stop is not counted as compile time",
-           seconds[0] < seconds[1] + 5, f"compile time {seconds[0]:.1f} s (the undisturbed run's: {seconds[1]:.1f} s)")
+    record(
+        "SIGSTOP for 10 s during a compile",
+        "the stop is not counted as compile time",
+        seconds[0] < seconds[1] + 5,
+        f"compile time {seconds[0]:.1f} s (the undisturbed run's: {seconds[1]:.1f} s)",
+    )
 
 
 def compiled_seconds(out: Path) -> float:
@@ -417,11 +518,26 @@ def compiled_seconds(out: Path) -> float:
 
 
 def dry_run_memory(tmp: Path) -> None:
-    result = jaxmem("run", ROOT / "tests" / "specs" / "tiny_linear.toml", "--dry-run", "--memory-cap", "1MiB",
-                    "--set", "fixed.d=512", "--set", "fixed.N=512", "--out", tmp / "dry")
+    result = jaxmem(
+        "run",
+        ROOT / "tests" / "specs" / "tiny_linear.toml",
+        "--dry-run",
+        "--memory-cap",
+        "1MiB",
+        "--set",
+        "fixed.d=512",
+        "--set",
+        "fixed.N=512",
+        "--out",
+        tmp / "dry",
+    )
     peak = next((line for line in result.stdout.splitlines() if "peak memory" in line), "")
-    record("a dry-run whose buckets exceed a 1 MiB memory cap", "the peak memory line says so (never 0.0 MiB)",
-           result.returncode == 0 and "0.0 MiB" not in peak and "over the budget" in peak, peak.strip()[:200])
+    record(
+        "a dry-run whose buckets exceed a 1 MiB memory cap",
+        "the peak memory line says so (never 0.0 MiB)",
+        result.returncode == 0 and "0.0 MiB" not in peak and "over the budget" in peak,
+        peak.strip()[:200],
+    )
 
 
 def disk_full_before_the_first_write(tmp: Path) -> None:
@@ -432,9 +548,12 @@ def disk_full_before_the_first_write(tmp: Path) -> None:
     try:
         subprocess.run(["dd", "if=/dev/zero", f"of={mount / 'filler'}", "bs=4k"], capture_output=True)
         result = jaxmem("run", SPEC, "--out", mount / "out", "--quiet")
-        record("a disk full before the first write", "exit 4 'no space left on <folder>'",
-               result.returncode == 4 and f"no space left on {mount}" in said(result),
-               f"exit {result.returncode}: {said(result)}")
+        record(
+            "a disk full before the first write",
+            "exit 4 'no space left on <folder>'",
+            result.returncode == 4 and f"no space left on {mount}" in said(result),
+            f"exit {result.returncode}: {said(result)}",
+        )
     finally:
         subprocess.run(["umount", str(mount)], capture_output=True)
 
@@ -451,11 +570,13 @@ def lock_deleted_while_stopped(tmp: Path, reference: Path) -> None:
     output, _ = first.communicate(timeout=300)
     rerun = jaxmem("run", SPEC, "--out", out, "--quiet")
     same, words = agrees(out, reference)
-    record("a run SIGSTOPped, its .lock deleted, a second run started, the first continued",
-           "the second exits 3; the first stops (exit 3) or finishes; a rerun agrees",
-           second.returncode == 3 and first.returncode in (0, 3) and rerun.returncode == 0 and same,
-           f"second exit {second.returncode}: {said(second)}; first exit {first.returncode}; rerun exit "
-           f"{rerun.returncode}; {words}")
+    record(
+        "a run SIGSTOPped, its .lock deleted, a second run started, the first continued",
+        "the second exits 3; the first stops (exit 3) or finishes; a rerun agrees",
+        second.returncode == 3 and first.returncode in (0, 3) and rerun.returncode == 0 and same,
+        f"second exit {second.returncode}: {said(second)}; first exit {first.returncode}; rerun exit "
+        f"{rerun.returncode}; {words}",
+    )
 
 
 def report_racing_the_end(tmp: Path) -> None:
@@ -471,9 +592,12 @@ def report_racing_the_end(tmp: Path) -> None:
     status = jaxmem("status", out)
     text = (out / "report.md").read_text() if (out / "report.md").exists() else ""
     stale = "partial:" in text
-    record(f"`jaxmem report` racing the sweep's end ({reports} reports while it ran)",
-           "status finished; report.md is not partial", "finished" in status.stdout and not stale,
-           f"status: {status.stdout.splitlines()[0][-40:] if status.stdout else said(status)}; partial report: {stale}")
+    record(
+        f"`jaxmem report` racing the sweep's end ({reports} reports while it ran)",
+        "status finished; report.md is not partial",
+        "finished" in status.stdout and not stale,
+        f"status: {status.stdout.splitlines()[0][-40:] if status.stdout else said(status)}; partial report: {stale}",
+    )
 
 
 BROKEN = {
@@ -509,14 +633,19 @@ def broken_experiments(tmp: Path) -> None:
         )
         result = jaxmem("run", folder / "broken.toml", "--out", folder / "out", "--quiet", cwd=folder)
         ok = result.returncode == 2 and "broken_exp" in said(result)
-        record(f"a user experiment with {attack}", "exit 2, first line names the user's module", ok,
-               f"exit {result.returncode}: {said(result)}")
+        record(
+            f"a user experiment with {attack}",
+            "exit 2, first line names the user's module",
+            ok,
+            f"exit {result.returncode}: {said(result)}",
+        )
 
 
 def hung_program(tmp: Path) -> None:
     folder = tmp / "hung"
     folder.mkdir()
-    (folder / "hung_exp.py").write_text(textwrap.dedent("""
+    (folder / "hung_exp.py").write_text(
+        textwrap.dedent("""
         import time, jax, jax.numpy as jnp
         from jaxmem.experiments.interface import Costs, Experiment, static
         def blocked(x):
@@ -531,7 +660,8 @@ def hung_program(tmp: Path) -> None:
             return {"loss": value}
         EXPERIMENT = Experiment(name="hung", doc="", fields={"d": static(int, "size", 2)}, init=init, loss=loss,
                                 evaluate=evaluate, metrics=("loss",), costs=Costs(flops_per_step=lambda c: 1.0))
-    """))
+    """)
+    )
     (folder / "hung.toml").write_text(
         'experiment = "hung_exp:EXPERIMENT"\nseeds = [0]\n[train]\nsteps = 4\neval_every = 2\nmetric = "loss"\n'
         "learning_rates = [0.1]\n"
@@ -544,17 +674,38 @@ def hung_program(tmp: Path) -> None:
     child.send_signal(signal.SIGTERM)
     output, _ = child.communicate(timeout=120)
     took = time.time() - sent
-    record("a program that never returns, then SIGTERM", "reported as not returning; exit 143 within ~10 s",
-           "has not returned" in seen and child.returncode == 143 and took < 20,
-           f"reported: {'has not returned' in seen}; exit {child.returncode} after {took:.1f} s")
+    record(
+        "a program that never returns, then SIGTERM",
+        "reported as not returning; exit 143 within ~10 s",
+        "has not returned" in seen and child.returncode == 143 and took < 20,
+        f"reported: {'has not returned' in seen}; exit {child.returncode} after {took:.1f} s",
+    )
 
 
 def hang_preset(tmp: Path) -> None:
     start = time.time()
-    result = jaxmem("run", ROOT / "sweeps/chen_li24/e1_phase1_bias.toml", "--preset", "quick", "--set", "grid.d=[64]",
-                    "--set", "grid.k=[4]", "--set", "seeds=[0]", "--out", tmp / "e1", "--quiet", timeout=600)
-    record("the e1_phase1_bias quick preset at d = 64 (hung before)", "finishes", result.returncode == 0,
-           f"exit {result.returncode} in {time.time() - start:.0f} s")
+    result = jaxmem(
+        "run",
+        ROOT / "sweeps/chen_li24/e1_phase1_bias.toml",
+        "--preset",
+        "quick",
+        "--set",
+        "grid.d=[64]",
+        "--set",
+        "grid.k=[4]",
+        "--set",
+        "seeds=[0]",
+        "--out",
+        tmp / "e1",
+        "--quiet",
+        timeout=600,
+    )
+    record(
+        "the e1_phase1_bias quick preset at d = 64 (hung before)",
+        "finishes",
+        result.returncode == 0,
+        f"exit {result.returncode} in {time.time() - start:.0f} s",
+    )
 
 
 def main() -> None:

@@ -115,15 +115,32 @@ FULL = Mode(
     grids=bp.GRIDS,
     seeds=bp.SEEDS_DEFAULT,
     saturation=(
-        Saturation("assoc_memory-mlp", "assoc_memory", {"model": "mlp", "d": 16, "m": 32, "N": 512}, 3e-2, 256,
-                   (256,), acceptance_slots=256),  # (1024 slots: 4.45 against 4.36 µs per run and step, 28 Nov)
+        Saturation(
+            "assoc_memory-mlp",
+            "assoc_memory",
+            {"model": "mlp", "d": 16, "m": 32, "N": 512},
+            3e-2,
+            256,
+            (256,),
+            acceptance_slots=256,
+        ),  # (1024 slots: 4.45 against 4.36 µs per run and step, 28 Nov)
         Saturation("assoc_memory-linear", "assoc_memory", {"model": "linear", "d": 32, "N": 512}, 1.0, 32, (256,)),
-        Saturation("assoc_memory-mlp-few", "assoc_memory", {"model": "mlp", "d": 16, "m": 32, "N": 512}, 3e-2, 256,
-                   (1, 32), floor=True),  # the planner's step floor and the cost of a part-filled program
+        Saturation(
+            "assoc_memory-mlp-few",
+            "assoc_memory",
+            {"model": "mlp", "d": 16, "m": 32, "N": 512},
+            3e-2,
+            256,
+            (1, 32),
+            floor=True,
+        ),  # the planner's step floor and the cost of a part-filled program
         Saturation(  # bench_suite.py's factual_recall workload
-            "factual_recall", "factual_recall",
+            "factual_recall",
+            "factual_recall",
             {"S": 16, "R": 16, "D": 8, "T": 32, "d": 32, "d_h": 8, "H": 4, "m": 16, "batch": 256, "test_size": 512},
-            1e-2, 64, (256,),
+            1e-2,
+            64,
+            (256,),
         ),
     ),
     matmul_n=8192,
@@ -150,11 +167,25 @@ SMOKE = Mode(
     },
     seeds=[0, 1],
     saturation=(
-        Saturation("assoc_memory-mlp", "assoc_memory", {"model": "mlp", "d": 8, "m": 16, "N": 64}, 3e-2, 16, (4, 8),
-                   acceptance_slots=4),
+        Saturation(
+            "assoc_memory-mlp",
+            "assoc_memory",
+            {"model": "mlp", "d": 8, "m": 16, "N": 64},
+            3e-2,
+            16,
+            (4, 8),
+            acceptance_slots=4,
+        ),
         Saturation("assoc_memory-linear", "assoc_memory", {"model": "linear", "d": 8, "N": 64}, 1.0, 16, (4,)),
-        Saturation("assoc_memory-mlp-few", "assoc_memory", {"model": "mlp", "d": 8, "m": 16, "N": 64}, 3e-2, 16,
-                   (1, 2), floor=True),
+        Saturation(
+            "assoc_memory-mlp-few",
+            "assoc_memory",
+            {"model": "mlp", "d": 8, "m": 16, "N": 64},
+            3e-2,
+            16,
+            (1, 2),
+            floor=True,
+        ),
     ),  # (factual_recall's program alone compiles for 13 s on a 2-core CPU)
     matmul_n=256,
     copy_floats=2**22,
@@ -371,15 +402,33 @@ def case_cap(case: str, mode: Mode) -> float:
     return mode.caps.get(case, mode.caps["saturation"] if case.startswith("saturation/") else mode.budget_s)
 
 
-def run_all(mode: Mode, cases: list[str], out: Path, jsonl: Path, budget: float, core: int | None,
-            cap=None, render=None, script: Path | None = None, reused: dict | None = None) -> list[dict]:
+def run_all(
+    mode: Mode,
+    cases: list[str],
+    out: Path,
+    jsonl: Path,
+    budget: float,
+    core: int | None,
+    cap=None,
+    render=None,
+    script: Path | None = None,
+    reused: dict | None = None,
+) -> list[dict]:
     """Every case in order, each under min(its cap, the time left); the files rewritten after each.
     `cap`, `render`, `script`: another check's case caps, report and child script (default: this one's);
     `reused`: finished records of an earlier invocation on this device, taken instead of running them."""
     cap, render = cap or case_cap, render or markdown
     started = time.time()
-    records = [{"case": "meta", "mode": mode.name, "started": started, "budget_s": budget, "core": core,
-                "host_cores": os.cpu_count()}]
+    records = [
+        {
+            "case": "meta",
+            "mode": mode.name,
+            "started": started,
+            "budget_s": budget,
+            "core": core,
+            "host_cores": os.cpu_count(),
+        }
+    ]
     out.parent.mkdir(parents=True, exist_ok=True)
     jsonl.write_text(json.dumps(records[0]) + "\n")
     deadline = time.perf_counter() + budget
@@ -538,8 +587,10 @@ def markdown(records: list[dict]) -> str:
     ]
     lines += md_table(["", ""], [[k, v] for k, v in about(meta, device, records).items()])
     lines += ["## Cases", ""]
-    rows = [[r["case"], ran_on(r), r["status"], fmt_seconds(r), r.get("timeout_s", "—"), r.get("status_detail", "")]
-            for r in records[1:]]
+    rows = [
+        [r["case"], ran_on(r), r["status"], fmt_seconds(r), r.get("timeout_s", "—"), r.get("status_detail", "")]
+        for r in records[1:]
+    ]
     lines += md_table(["case", "ran on", "status", "wall s:", "timeout s:", "note"], rows)
     lines += peaks_section(peaks)
     lines += saturation_section(records, cases, peaks)
@@ -629,8 +680,20 @@ def saturation_section(records: list[dict], cases: dict, peaks: dict | None) -> 
             )
     if not rows:
         return lines + ["No saturation case finished.", ""]
-    cols = ["family", "config", "eval every:", "slots:", "compile s:", "µs / step:", "FLOP/s:", "% peak:",
-            "logits:", "bytes/s:", "% copy:", "floor µs:"]
+    cols = [
+        "family",
+        "config",
+        "eval every:",
+        "slots:",
+        "compile s:",
+        "µs / step:",
+        "FLOP/s:",
+        "% peak:",
+        "logits:",
+        "bytes/s:",
+        "% copy:",
+        "floor µs:",
+    ]
     return lines + md_table(cols, rows)
 
 
@@ -649,8 +712,10 @@ def grids_section(meta: dict, cases: dict) -> list[str]:
         ]
         base = seconds_bound(protocol)
         rows = []
-        for label, record in ((f"protocol (seed {bp.SEEDS_DEFAULT[0]})", protocol),
-                              (f"jaxmem default ({len(mode.seeds)} seeds)", jaxmem)):
+        for label, record in (
+            (f"protocol (seed {bp.SEEDS_DEFAULT[0]})", protocol),
+            (f"jaxmem default ({len(mode.seeds)} seeds)", jaxmem),
+        ):
             r = (record or {}).get("result") or {}
             own = seconds_bound(record)
             ratio = f"{own[0] / base[0]:.2f}" if own and base and own[1] and base[1] else "—"
@@ -668,8 +733,16 @@ def grids_section(meta: dict, cases: dict) -> list[str]:
                     *(bp.capacities(r, d) if r else "—" for d in ds),
                 ]
             )
-        cols = ["case", "wall s:", "÷ protocol's wall:", "plan: probes / programs:", "compiles:", "compile s:", "runs:",
-                "steps:"]
+        cols = [
+            "case",
+            "wall s:",
+            "÷ protocol's wall:",
+            "plan: probes / programs:",
+            "compiles:",
+            "compile s:",
+            "runs:",
+            "steps:",
+        ]
         lines += md_table(cols + [f"N* at d = {d}:" for d in ds], rows)
         plan = ((jaxmem or {}).get("result") or {}).get("plan")
         if plan:
@@ -733,8 +806,12 @@ def cli(check: Check) -> None:
     parser.add_argument("--budget", type=float, default=None, help="seconds for all cases (default: the mode's)")
     parser.add_argument("--core", type=int, default=None, help="pin every case to this core (default: no pinning)")
     parser.add_argument("--render", default=None, help="rewrite --out from the .jsonl of an earlier invocation")
-    parser.add_argument("--reuse", default=None, help="a .jsonl of this device whose finished cases are taken as "
-                        "they are (gpu_check's peaks for paper_scale_check, say)")
+    parser.add_argument(
+        "--reuse",
+        default=None,
+        help="a .jsonl of this device whose finished cases are taken as "
+        "they are (gpu_check's peaks for paper_scale_check, say)",
+    )
     args = parser.parse_args()
     mode = check.modes["smoke"] if args.smoke else check.modes[args.mode]
     if args.child:
@@ -753,8 +830,18 @@ def cli(check: Check) -> None:
     for record in read_records(Path(args.reuse))[1:] if args.reuse else []:
         if record["status"] == "ok":
             reused[record["case"]] = {**record, "status_detail": f"from {Path(args.reuse).name}"}
-    run_all(mode, cases, out, out.with_suffix(".jsonl"), args.budget or mode.budget_s, args.core,
-            cap=check.cap, render=check.markdown, script=check.script, reused=reused)
+    run_all(
+        mode,
+        cases,
+        out,
+        out.with_suffix(".jsonl"),
+        args.budget or mode.budget_s,
+        args.core,
+        cap=check.cap,
+        render=check.markdown,
+        script=check.script,
+        reused=reused,
+    )
     print(f"wrote {out} and {out.with_suffix('.jsonl')}")
 
 

@@ -103,13 +103,15 @@ def main() -> None:
         estimates = {label: estimated(presets[name], kind) for label, kind in TARGETS.items()}
         first = next((e for e in estimates.values() if "flops" in e), {})
         done = measured.get(name)
-        rows.append([
-            f"`{presets[name].relative_to(HERE.parent)}`",
-            f"{first.get('runs', '—')}",
-            f"{first['flops']:.2e}" if "flops" in first else "—",
-            *(cell(e) for e in estimates.values()),
-            f"{done['seconds']:.0f} s on {done['device']}" if done else "not run here",
-        ])
+        rows.append(
+            [
+                f"`{presets[name].relative_to(HERE.parent)}`",
+                f"{first.get('runs', '—')}",
+                f"{first['flops']:.2e}" if "flops" in first else "—",
+                *(cell(e) for e in estimates.values()),
+                f"{done['seconds']:.0f} s on {done['device']}" if done else "not run here",
+            ]
+        )
     lines = [
         "# Time to solution of the paper presets",
         "",

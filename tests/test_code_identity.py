@@ -15,7 +15,7 @@ from jaxmem.experiments.registry import searching
 from jaxmem.persistence.store import Store, StoreError
 from jaxmem.spec.sweep import parse
 
-EXPERIMENT = '''
+EXPERIMENT = """
 import jax.numpy as jnp
 import numpy as np
 
@@ -41,7 +41,7 @@ EXPERIMENT = Experiment(
     name="coded", doc="", fields={{"d": size("width")}}, init=init, loss=loss, evaluate=evaluate,
     metrics=("loss", "accuracy"),
 )
-'''
+"""
 
 
 @pytest.fixture

@@ -42,11 +42,20 @@ def test_the_whole_check_fits_eight_minutes_and_the_unbounded_case_runs_last():
 
 
 def saturation(step_s_by_slots: dict) -> dict:
-    rows = [{"slots": k, "compile_s": 9.0, "peak_bytes": 0, "segment_steps": 256, "step_s": v}
-            for k, v in step_s_by_slots.items()]
+    rows = [
+        {"slots": k, "compile_s": 9.0, "peak_bytes": 0, "segment_steps": 256, "step_s": v}
+        for k, v in step_s_by_slots.items()
+    ]
     bytes_per_step = G.logit_bytes_per_step(512, 512)
-    return {"config": MLP.config, "eval_every": 256, "flops_per_step": 2.8e7, "logit_shape": [512, 512],
-            "logit_bytes_per_step": bytes_per_step, "acceptance_slots": 256, "rows": rows}
+    return {
+        "config": MLP.config,
+        "eval_every": 256,
+        "flops_per_step": 2.8e7,
+        "logit_shape": [512, 512],
+        "logit_bytes_per_step": bytes_per_step,
+        "acceptance_slots": 256,
+        "rows": rows,
+    }
 
 
 def step_for_share(slots: int, share: float) -> float:
@@ -106,21 +115,70 @@ def canned(mode: str) -> list[dict]:
     plan = {"probes": 11, "programs": 1, "estimate_s": 27.3, "describe": ["plan for 1 gpu device(s): 1 compile(s)"]}
     return [
         {"case": "meta", "mode": mode, "started": 1.8e9, "budget_s": 465.0, "core": None, "host_cores": 16},
-        {"case": "peaks", "status": "ok", "process_s": 9.0, "timeout_s": 60,
-         "result": {"matmul_n": 8192, "matmul_flops": 4e14, "matmul_flops_highest": 5e13, "copy_mib": 256.0,
-                    "copy_bytes_per_s": COPY, "repeats": 20, "device": device}},
-        {"case": MLP.case, "status": "ok", "process_s": 30.0, "timeout_s": 60,
-         "result": {**saturation({256: step_for_share(256, 0.12)}), "device": device}},
-        {"case": "protocol/linear", "status": "ok", "process_s": 40.0, "timeout_s": 90,
-         "result": {"capacity": {str(d): {"0": 10.0 * d} for d in ds}, "compiles": 70, "runs": 35, "steps": 77152,
-                    "device": device}},
-        {"case": "jaxmem/linear", "status": "ok", "process_s": 9.0, "timeout_s": 90,
-         "result": {"capacity": {str(d): {"0": 10.0 * d, "1": 10.2 * d} for d in ds}, "compiles": 1,
-                    "compile_s": 6.5, "runs": 300, "steps": 500000, "plan": plan, "device": device}},
-        {"case": "protocol/mlp", "status": "ok", "process_s": 76.0, "timeout_s": 150,
-         "result": {"capacity": {"8": {"0": 100.0}}, "compiles": 20, "runs": 10, "steps": 9000, "device": device}},
-        {"case": "jaxmem/mlp", "status": "timeout", "process_s": 190.0, "timeout_s": 190.0,
-         "status_detail": "[jaxmem] runs 10 done / searches 0/15"},
+        {
+            "case": "peaks",
+            "status": "ok",
+            "process_s": 9.0,
+            "timeout_s": 60,
+            "result": {
+                "matmul_n": 8192,
+                "matmul_flops": 4e14,
+                "matmul_flops_highest": 5e13,
+                "copy_mib": 256.0,
+                "copy_bytes_per_s": COPY,
+                "repeats": 20,
+                "device": device,
+            },
+        },
+        {
+            "case": MLP.case,
+            "status": "ok",
+            "process_s": 30.0,
+            "timeout_s": 60,
+            "result": {**saturation({256: step_for_share(256, 0.12)}), "device": device},
+        },
+        {
+            "case": "protocol/linear",
+            "status": "ok",
+            "process_s": 40.0,
+            "timeout_s": 90,
+            "result": {
+                "capacity": {str(d): {"0": 10.0 * d} for d in ds},
+                "compiles": 70,
+                "runs": 35,
+                "steps": 77152,
+                "device": device,
+            },
+        },
+        {
+            "case": "jaxmem/linear",
+            "status": "ok",
+            "process_s": 9.0,
+            "timeout_s": 90,
+            "result": {
+                "capacity": {str(d): {"0": 10.0 * d, "1": 10.2 * d} for d in ds},
+                "compiles": 1,
+                "compile_s": 6.5,
+                "runs": 300,
+                "steps": 500000,
+                "plan": plan,
+                "device": device,
+            },
+        },
+        {
+            "case": "protocol/mlp",
+            "status": "ok",
+            "process_s": 76.0,
+            "timeout_s": 150,
+            "result": {"capacity": {"8": {"0": 100.0}}, "compiles": 20, "runs": 10, "steps": 9000, "device": device},
+        },
+        {
+            "case": "jaxmem/mlp",
+            "status": "timeout",
+            "process_s": 190.0,
+            "timeout_s": 190.0,
+            "status_detail": "[jaxmem] runs 10 done / searches 0/15",
+        },
     ]
 
 
@@ -171,10 +229,28 @@ def test_device_records_become_the_planners_throughput_rows(tmp_path):
 
 def test_a_reused_case_is_taken_from_the_earlier_records_not_run(tmp_path):
     """--reuse: paper_scale_check takes gpu_check's peaks of the same call instead of measuring them again."""
-    peaks = {"case": "peaks", "status": "ok", "process_s": 18.0, "status_detail": "from RESULTS_gpu_throughput.jsonl",
-             "result": {"matmul_n": 8192, "matmul_flops": 3.8e14, "matmul_flops_highest": 5.1e13, "copy_mib": 256.0,
-                        "copy_bytes_per_s": COPY, "repeats": 20, "wall_s": 12.0, "device": {"kind": "NVIDIA H200",
-                        "platform": "gpu", "count": 1, "jax": "0.11.2 / 0.11.2", "python": "3.12.3"}}}
+    peaks = {
+        "case": "peaks",
+        "status": "ok",
+        "process_s": 18.0,
+        "status_detail": "from RESULTS_gpu_throughput.jsonl",
+        "result": {
+            "matmul_n": 8192,
+            "matmul_flops": 3.8e14,
+            "matmul_flops_highest": 5.1e13,
+            "copy_mib": 256.0,
+            "copy_bytes_per_s": COPY,
+            "repeats": 20,
+            "wall_s": 12.0,
+            "device": {
+                "kind": "NVIDIA H200",
+                "platform": "gpu",
+                "count": 1,
+                "jax": "0.11.2 / 0.11.2",
+                "python": "3.12.3",
+            },
+        },
+    }
     out = tmp_path / "check.md"
     records = G.run_all(G.SMOKE, ["peaks"], out, out.with_suffix(".jsonl"), 1.0, None, reused={"peaks": peaks})
     assert records[1]["result"] == peaks["result"] and records[1]["status_detail"].startswith("reused: from RESULTS")

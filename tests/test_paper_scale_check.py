@@ -12,8 +12,14 @@ import paper_scale_check as P  # noqa: E402
 from jaxmem.cli.views import load_spec  # noqa: E402
 from jaxmem.spec.expr import evaluate  # noqa: E402
 
-PEAKS = {"matmul_n": 8192, "matmul_flops": 4e14, "matmul_flops_highest": 5e13, "copy_mib": 256,
-         "copy_bytes_per_s": 3e12, "repeats": 20}
+PEAKS = {
+    "matmul_n": 8192,
+    "matmul_flops": 4e14,
+    "matmul_flops_highest": 5e13,
+    "copy_mib": 256,
+    "copy_bytes_per_s": 3e12,
+    "repeats": 20,
+}
 DEVICE = {"kind": "NVIDIA H200", "platform": "gpu", "count": 1, "jax": "0.10.2 / 0.10.2", "python": "3.11.7"}
 
 
@@ -21,10 +27,20 @@ def bucket(share: float, precision: str = "highest", slots: int = 1) -> dict:
     """A timed bucket whose useful FLOP/s is `share` of the peak at its precision."""
     flops = 4.2e11
     peak = P.peak_for(PEAKS, precision)
-    return {"config": {"d": 256, "N": 16384, "M": 16384}, "bucket": {"d": 256, "N": 16384, "loss_block": 0},
-            "precision": precision, "eval_every": 32, "flops_per_step": flops, "padded_flops_per_step": flops,
-            "slots": slots, "compile_s": 8.0, "peak_bytes": 2**31, "segment_steps": 96,
-            "step_s": flops * slots / (share * peak), "device": DEVICE}
+    return {
+        "config": {"d": 256, "N": 16384, "M": 16384},
+        "bucket": {"d": 256, "N": 16384, "loss_block": 0},
+        "precision": precision,
+        "eval_every": 32,
+        "flops_per_step": flops,
+        "padded_flops_per_step": flops,
+        "slots": slots,
+        "compile_s": 8.0,
+        "peak_bytes": 2**31,
+        "segment_steps": 96,
+        "step_s": flops * slots / (share * peak),
+        "device": DEVICE,
+    }
 
 
 def ok(case: str, result: dict, process_s: float = 30.0) -> dict:
@@ -32,9 +48,18 @@ def ok(case: str, result: dict, process_s: float = 30.0) -> dict:
 
 
 def sweep(capacity: dict, sweep_s: float = 100.0, estimate_s: float = 120.0) -> dict:
-    return {"sets": [], "seeds": [0, 1], "learning_rates": [10.0], "estimate_s": estimate_s, "plan": ["plan for gpu"],
-            "dry_run_totals": ["first round: 1 runs, 1e9 FLOPs"], "sweep_s": sweep_s, "runs": 40,
-            "capacity": capacity, "device": DEVICE}
+    return {
+        "sets": [],
+        "seeds": [0, 1],
+        "learning_rates": [10.0],
+        "estimate_s": estimate_s,
+        "plan": ["plan for gpu"],
+        "dry_run_totals": ["first round: 1 runs, 1e9 FLOPs"],
+        "sweep_s": sweep_s,
+        "runs": 40,
+        "capacity": capacity,
+        "device": DEVICE,
+    }
 
 
 @pytest.mark.parametrize("precision", ["highest", "tf32"])
@@ -91,8 +116,10 @@ def test_report_names_the_device_and_gives_a_verdict_per_acceptance_line():
     text = P.markdown(records("full"))
     assert "CPU SMOKE RUN" not in text and "| device | NVIDIA H200 (gpu x1) |" in text
     acceptance = text.split("## Acceptance")[1]
-    assert "bucket/fig1_linear (highest, N = 16384): 30 TFLOP/s = 60.0% of the peak (target ≥ 50.0%): **PASS**." \
+    assert (
+        "bucket/fig1_linear (highest, N = 16384): 30 TFLOP/s = 60.0% of the peak (target ≥ 50.0%): **PASS**."
         in acceptance
+    )
     assert "bucket/fig1_mlp (highest, N = 64800): — (target ≥ 50.0%): **undecided (timed out)**." in acceptance
     assert "bucket/fig1_linear-tf32 (tf32, N = 16384): — (target ≥ 50.0%): **not run**." in acceptance
     assert "sweep/paper-d128 run to the end within this call: **PASS** (230.0 s)." in acceptance

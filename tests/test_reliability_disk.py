@@ -88,7 +88,7 @@ def test_a_full_disk_keeps_a_finished_store_and_the_rerun_recomputes_nothing(dis
         assert code == 4 and err.startswith(no_space(out)) and err.count("\n") == 1, argv
     assert main(["status", str(out)]) == 0  # was: exit 4, no status (reading needs no space)
     shown = capsys.readouterr().out
-    assert ": finished\n4 of 4 runs done" in shown and "\nwarning: " + no_space(out)[len("jaxmem: error: "):] in shown
+    assert ": finished\n4 of 4 runs done" in shown and "\nwarning: " + no_space(out)[len("jaxmem: error: ") :] in shown
     assert (out / FILENAME).read_bytes() == stored  # was: moved aside as corrupted, a 0-byte file left
     assert not list(out.glob(f"{FILENAME}.corrupt-*"))
     make_room(disk)
