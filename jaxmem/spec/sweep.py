@@ -119,7 +119,7 @@ def parse(raw: dict, name: str, preset: str | None = None, source: str = "<spec>
     merged, preset_name = _apply_preset(raw, preset, problems)
     if problems:
         raise SpecError(source, problems)
-    problems += _unknown_sections(raw)
+    problems += _unknown_sections(raw) + _other_presets(raw, preset_name)
     bad: set[str] = set()
     tables = read(SweepTables, {k: v for k, v in merged.items() if k in SECTIONS - {"report"}}, "", problems, bad)
     exp = _experiment(merged, "experiment" in bad, problems)
@@ -194,6 +194,22 @@ def _unknown_sections(raw: dict) -> list[str]:
             problems += _unknown(f"presets.{name}.", table, SECTIONS)
         else:
             problems.append(f"presets.{name}: must be a table, got {table!r}")
+    return problems
+
+
+def _other_presets(raw: dict, chosen: str) -> list[str]:
+    """The kinds and limits of every other preset's spec (as the JSON Schema checks every preset as you type): a
+    problem per bad value that the chosen preset's spec lacks, named by its preset. Names are not checked."""
+    presets = raw.get("presets", {})
+    others = [n for n, t in presets.items() if n != chosen and isinstance(t, dict)] if isinstance(presets, dict) else []
+    own = set(_typed(_apply_preset(raw, chosen, [])[0]))
+    return [f"presets.{name}: {p}" for name in others for p in _typed(_apply_preset(raw, name, [])[0]) if p not in own]
+
+
+def _typed(merged: dict) -> list[str]:
+    """A problem per value of a merged spec of the wrong kind or out of its limits."""
+    problems: list[str] = []
+    read(SweepTables, {k: v for k, v in merged.items() if k in SECTIONS}, "", problems, set(), Context())
     return problems
 
 
