@@ -1,4 +1,5 @@
-"""Live progress (rich): runs and searches done, steps/s and ETA; `quiet` prints plain log lines."""
+"""Live progress (rich, on a terminal): runs and searches done, steps/s and ETA; `quiet`, or output that is no
+terminal (a log file, a pipe), gets plain log lines instead, unwrapped."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from rich.progress import BarColumn, Progress as RichProgress, TextColumn, TimeE
 class Progress:
     def __init__(self, quiet: bool = False, title: str = "sweep", log_every: float = 10.0):
         self.quiet, self.title, self.log_every = quiet, title, log_every
-        self.console = Console(stderr=True)
+        self.console = Console(stderr=True, log_path=False)  # (log_path: rich's source location of each line)
         self.started = time.perf_counter()
         self.steps = 0
         self.done = self.pending = 0
@@ -22,7 +23,7 @@ class Progress:
         self.stopping = False  # a stop was noted: from then on only what concerns it is shown
         self.bar = (
             None
-            if quiet
+            if quiet or not self.console.is_terminal
             else RichProgress(
                 TextColumn("[bold]{task.description}"),
                 BarColumn(),

@@ -25,11 +25,12 @@ META_FIELDS = (
 
 
 def meta_section(meta: dict) -> str:
-    """Bullets for the known meta keys present, then any other scalar keys."""
+    """Bullets for the known meta keys present (an empty one, e.g. the preset of a spec without presets, left
+    out), then any other scalar keys."""
     known = dict(META_FIELDS)
     bullets = []
     for key, name in META_FIELDS:
-        if meta.get(key) is not None:
+        if meta.get(key) not in (None, ""):
             value = duration(float(meta[key])) if key == "wall_time_s" else meta[key]
             bullets.append(f"- {name}: {number(value)}")
     bullets += [
