@@ -197,9 +197,8 @@ def test_axes_follow_the_sizes_they_grow_with():
     assert "axis 0 of square is not n times a whole number plus a constant" in problems["n"]
 
 
-def test_the_readme_shows_the_linen_example_first():
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Your own experiment") :]
+def test_the_guide_shows_the_linen_example_first():
+    section = (ROOT / "docs" / "guide" / "own-experiment.md").read_text()
     module = (EXAMPLES / "fig1_mlp_linen.py").read_text()
     linen = section.index(f"```python\n{module.rstrip()}\n```")
     assert linen < section.index('name="relu_teacher"'), "the flax route comes before the raw functions"

@@ -1,5 +1,6 @@
-"""A user's own experiment, outside the package: the README's worked example (examples/relu_teacher.py)
-run as a sweep by the CLI from another folder, and an Experiment object handed to `jaxmem.run`."""
+"""A user's own experiment, outside the package: the worked example of docs/guide/own-experiment.md
+(examples/relu_teacher.py) run as a sweep by the CLI from another folder, and an Experiment object handed to
+`jaxmem.run`."""
 
 from __future__ import annotations
 
@@ -77,9 +78,9 @@ def test_a_bad_experiment_reference_is_a_spec_error(name, message):
     assert message in str(err.value)
 
 
-def test_the_readme_shows_the_example_as_it_is():
-    readme = (ROOT / "README.md").read_text()
+def test_the_guide_shows_the_example_as_it_is():
+    guide = (ROOT / "docs" / "guide" / "own-experiment.md").read_text()
     module = (ROOT / "examples" / "relu_teacher.py").read_text()
     spec = EXAMPLE.read_text().split("[presets.quick]")[0].rstrip()
-    assert f"```python\n{module.rstrip()}\n```" in readme
-    assert f"```toml\n{spec}\n```" in readme
+    assert f"```python\n{module.rstrip()}\n```" in guide
+    assert f"```toml\n{spec}\n```" in guide
