@@ -86,7 +86,7 @@ CAPACITY = {
     "point": "the grid point's key",
     "<config fields>": "the point's effective config (as in searches.csv); params: its parameter count",
     "n_searches": "searches (seeds) at the point",
-    "n_seeds": "answered searches (inside the bracket, with a usable capacity)",
+    "n_seeds": "answered searches, not seeds: those inside their bracket, with a usable capacity (of n_searches)",
     "n_above / n_below": "searches censored above / below",
     "capacity_mean, _std, _min, _max": "over the answered searches",
     "capacity_q25, _median, _q75": "quantiles counting censored searches as bounds",
@@ -134,6 +134,54 @@ SUCCESS_MAP_CSV = {
     "group, x, value": "the panel, the x of the point, the searched value probed; sorted by them",
     "seeds, successes, rate": "seeds that probed it, those succeeding, and their ratio",
 }
+RELATIONS_CSV = {
+    "relation": "the relation's label ([[report.relation]])",
+    "group": "its group_by values (empty without group_by)",
+    "x": "the x value (the relation's x expression)",
+    "rows, missing, values": "runs (searches, for a capacity) at x, those without a value, and those with one",
+    "median, q25, q75, min, max": "y over the rows (a row without a value ranked as its `missing` says: ±inf)",
+}
+RELATION_FITS_CSV = {
+    "relation, fit, group": "the relation, its law (linear, power, none) and the group",
+    "a, b, a_se, b_se, b_lo, b_hi, r2, n, n_x": "the fit over the finite medians: intercept, slope, their standard "
+    "errors, b's 95 % interval, R², medians and x values",
+    "spearman, interior_minimum": "Spearman ρ over every row; whether the smallest median lies inside the x range",
+    "level, level_lo, level_hi": "expect_level: the mean of y over the rows and its 95 % t-interval",
+    "<check>_verdict, <check>_reason": "each stated check (slope, r2, rank, monotone, minimum, level): PASS, FAIL "
+    "or INCONCLUSIVE and why (empty: not asked for)",
+}
+AGREEMENT_CSV = {
+    "agreement": "the agreement's label ([[report.agreement]])",
+    "seed, lr": "the pair's seed and learning rate (the pair shares every config field but the compared one)",
+    "<field>, reference": "the compared field's value in the run, and the reference value it is paired with",
+    "metric, value, reference_value": "the final metric and its value in each run of the pair",
+    "abs_diff, rel_diff": "|value − reference_value| and that over the larger magnitude",
+}
+FINAL_EVAL_CSV = {
+    "run_id, point, seed, lr, <config fields>": "the run whose final parameters were evaluated, its effective "
+    "config (a test-time field's trained value as trained_<field>)",
+    "<test-time fields>": "the evaluated point of the [final_eval] axes",
+    "<metrics>, untrained_<metric>": "every metric there, and the untrained model's (parameters at step 0)",
+}
+FINAL_EVAL_READOFF_CSV = {
+    "readoff": "the read-off's label ([report.final_eval] readoff)",
+    "run_id, <config fields>, <test-time fields>": "the curve: a run and the values of the other test-time axes",
+    "x_star, untrained_x_star": "the read-off x* of the trained run, and of the untrained model's curve",
+}
+RUNS_CSV = {
+    "<as runs>": "the columns of runs above, the config spread into the effective config's fields, max_metric and "
+    "final_metric named best_<metric> and final_<metric>, final_metrics as final_<name> (and untrained_<name>) "
+    "columns, finished_at in ISO 8601 (UTC); runs.parquet holds the same"
+}
+SEARCHES_CSV = {
+    "<as searches>": "the columns of searches above, the config spread into the effective config's fields (a "
+    "field that follows the searched variable holding its name); searches.parquet holds the same"
+}
+REFERENCES_CSV = {
+    "run_id, seed, <searched variable>": "a checked run ([report] references)",
+    "<check columns>": "the experiment's host reference check of the run's instance (its verdict and numbers)",
+    "engine_<metric>": "the engine's final metric of the same name, to compare",
+}
 
 
 def tables() -> dict[str, dict[str, str]]:
@@ -141,6 +189,9 @@ def tables() -> dict[str, dict[str, str]]:
     checks them against the store's), then the report's own tables."""
     report = {"capacity.csv": CAPACITY, "success_map.csv": SUCCESS_MAP_CSV, "heatmap.csv": HEATMAP_CSV}
     report |= {"trajectories.csv": TRAJECTORIES_CSV, "stages.csv": STAGES_CSV, "rates.csv": RATES_CSV}
+    report |= {"relations.csv": RELATIONS_CSV, "relation_fits.csv": RELATION_FITS_CSV, "agreement.csv": AGREEMENT_CSV}
+    report |= {"final_eval.csv": FINAL_EVAL_CSV, "final_eval_readoff.csv": FINAL_EVAL_READOFF_CSV}
+    report |= {"references.csv": REFERENCES_CSV, "runs.csv": RUNS_CSV, "searches.csv": SEARCHES_CSV}
     return {"runs": RUNS, "searches": SEARCHES, **OTHER, **report}
 
 
