@@ -77,3 +77,16 @@ def test_jaxmem_schema_writes_the_schema_and_the_reference(tmp_path, capsys):
     assert main(["schema", "--docs"]) == 0 and "## report.trajectory.crossings[]" in capsys.readouterr().out
     assert main(["list", "--spec"]) == 0 and "| `matmul_precision` |" in capsys.readouterr().out
     assert os.path.relpath(SCHEMA, ROOT / "sweeps" / "nichani24") == "../../docs/sweep.schema.json"
+
+
+def test_the_reference_covers_axis_forms_expressions_and_field_kinds():
+    """docs/spec.md names every axis key, every function and operator of the expression language, every field kind."""
+    from jaxmem.experiments.interface import KINDS
+    from jaxmem.spec import expr
+    from jaxmem.spec.document import AXIS
+
+    text = (ROOT / "docs" / "spec.md").read_text()
+    named = [f"| `{key}` |" for key in AXIS["anyOf"][1]["properties"]] + [f"| {kind} |" for kind in KINDS]
+    named += [f"`{name}`" for name in expr.FUNCTIONS] + [f"`{symbol}`" for symbol in expr.SYMBOLS.values()]
+    assert [n for n in named if n not in text] == []
+    assert set(expr.SYMBOLS) == set(expr._BINARY) | set(expr._UNARY)

@@ -4,13 +4,17 @@ docs/spec.md, both generated from the tables' annotations so that neither can dr
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import itertools
 import json
 import typing
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import WithJsonSchema
 
+from jaxmem.spec import expr
 from jaxmem.spec.report_tables import ReportSpec
 from jaxmem.spec.sections import EngineSpec, SearchSpec, SuccessTable, TrainSpec
 from jaxmem.spec.tables import MAX_INT, BadValue, Expression, Text, Words, key_shape, adapter, key, plain, table_keys
@@ -56,6 +60,14 @@ AXIS = {
             "oneOf": [{"required": [k]} for k in ("range", "log_range", "exponents")],
         },
     ],
+}
+AXIS_WORDS = {  # docs/spec.md's words for each key of an axis table (one per key of AXIS's table)
+    "range": "`[start, stop]` or `[start, stop, step]`: start, start + step, ... up to stop, included (step 1)",
+    "log_range": "`[lo, hi]` (both > 0) with `num`: num values log-spaced from lo to hi, both included",
+    "exponents": "`[first, last, step]`: base ** e for e = first, first + step, ... up to last, included",
+    "num": "log_range's count of values (>= 1)",
+    "base": "exponents' base (> 0; default 2)",
+    "round": '`"floor"`, `"round"` or `"ceil"`: each value rounded to an integer (e.g. a size from a log_range)',
 }
 Axis = Annotated[Any, WithJsonSchema(AXIS), Words("a list of values or a table")]  # read by sweep.axis_values
 Seeds = plain(_seeds, int | list[int], "a count or a list of seeds")
@@ -173,6 +185,7 @@ def reference() -> str:
         '`extends = "other.toml"` merges the file over another; `[presets.NAME]` tables merge over the spec.',
         "",
     ]
+    lines += _axis_forms() + _expressions() + _field_kinds()
     for path, cls in _tables("", SweepTables):
         lines += [f"## {path or 'top level'}", "", " ".join(cls.__doc__.split()), ""]
         lines += ["| key | kind | default | meaning |", "| --- | --- | --- | --- |"]
@@ -180,6 +193,54 @@ def reference() -> str:
             lines.append(f"| `{name}` | {kind} | {_default(table_keys(cls)[name][0])} | {meaning} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _axis_forms() -> list[str]:
+    """The forms of a grid (or final_eval) axis, from the schema's AXIS."""
+    lines = ["## Grid axes", "", "An axis of `[grid]` or `[final_eval]` is a list of values (`d = [8, 16, 32]`), or a"]
+    lines += ["table with exactly one of range, log_range, exponents (`d = {range = [8, 64, 8]}`):", ""]
+    lines += ["| key | value |", "| --- | --- |"]
+    lines += [f"| `{name}` | {AXIS_WORDS[name]} |" for name in AXIS["anyOf"][1]["properties"]]
+    return lines + ["", f"Repeated values are dropped (the first kept); an axis has at most {MAX_VALUES:,} values.", ""]
+
+
+def _expressions() -> list[str]:
+    """The expression language of jaxmem.spec.expr: names, operators and functions."""
+    operators = " ".join(f"`{s}`" for s in expr.SYMBOLS.values())
+    functions = ", ".join(f"`{name}`" for name in expr.FUNCTIONS)
+    return [
+        "## Expressions",
+        "",
+        "A string where a number or a formula may stand (derived fields, search bounds, train.steps, report "
+        "axes) is an arithmetic expression: numbers, the names its key allows (a point's config fields, a "
+        "run's metrics, ...: each key's meaning says which), parentheses and",
+        "",
+        f"- operators: {operators} (`^` is refused: write a power as `**`; an exponent at most "
+        f"{expr.MAX_EXPONENT}, an integer power at most 2**{expr.MAX_BITS})",
+        f"- functions (Python's math): {functions}",
+        "",
+        "Nothing else (no attributes, comparisons, strings, keyword arguments); an unknown name is named with "
+        "the names known there.",
+        "",
+    ]
+
+
+def _field_kinds() -> list[str]:
+    """The kinds of an experiment's config fields, as jaxmem/experiments/interface.py's docstring states them
+    (read from its source: importing it would import JAX)."""
+    source = (Path(__file__).parents[1] / "experiments" / "interface.py").read_text()
+    doc = ast.get_docstring(ast.parse(source)).splitlines()
+    start = next(i for i, line in enumerate(doc) if line.startswith("- `fields`")) + 1
+    block = list(itertools.takewhile(lambda line: line.startswith("    "), doc[start:]))
+    rows, kind = {}, ""
+    for line in block:
+        word = line[4:].split(maxsplit=1)
+        if not line[4].isspace():
+            kind, line = word[0], word[1] if len(word) > 1 else ""
+        rows[kind] = f"{rows.get(kind, '')} {line.strip()}".strip()
+    lines = ["## Field kinds", "", "Each field of an experiment (`fixed`, `grid`, `derived`) has a kind:", ""]
+    lines += ["| kind | what the engine does with it |", "| --- | --- |"]
+    return lines + [f"| {kind} | {words} |" for kind, words in rows.items()] + [""]
 
 
 def _tables(path: str, cls) -> list[tuple[str, type]]:

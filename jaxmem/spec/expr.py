@@ -26,6 +26,8 @@ _BINARY = {
     ast.Pow: operator.pow,
 }
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**"}
+SYMBOLS |= {ast.UAdd: "+x", ast.USub: "-x"}  # how each operator is written (docs/spec.md lists them)
 
 
 MAX_EXPONENT = 1024
