@@ -45,7 +45,7 @@ SWEEPS = ROOT / "sweeps"
 PRESET = "gpu"
 STATE = "campaign.json"
 BUDGET_S = 510.0  # one device call of 9 minutes, less 30 s for startup and the last export
-CAP_FACTOR = 2.0  # a preset's cap: this many times its estimate ...
+CAP_FACTOR = 1.5  # a preset's cap: this many times its estimate ...
 CAP_SLACK = 45.0  # ... plus the child's start (JAX import, spec, plan) and its report
 MIN_START_S = 40.0  # a preset is not started with less than this left of the budget
 GRACE_S = 20.0  # after SIGTERM, the child's time to checkpoint its runs before SIGKILL
@@ -66,8 +66,14 @@ PRIORITY = (  # the seeds' headline figures and the claims undecided at quick si
     "linear_fixed_outputs",
 )
 SMOKE = {  # two presets shrunk to seconds on a CPU: the same code path as the device's
-    "fig1_linear": ["seeds=[0]", "grid.d=[8]", "train.steps=64", "train.learning_rates=[10.0]"],
-    "hessian_vs_H": ["seeds=[0]", "train.steps=20"],
+    "fig1_linear": [
+        "seeds=[0]",
+        "grid.d=[8]",
+        "train.steps=32",
+        "train.learning_rates=[10.0]",
+        "search.resolution=0.5",
+    ],
+    "hessian_vs_H": ["seeds=[0]", "grid.H=[1, 2]"],
 }
 
 
@@ -84,12 +90,12 @@ class Preset:
 
 
 def gpu_presets() -> list[Preset]:
-    """Every shipped sweep with a `gpu` preset."""
-    import tomllib
+    """Every shipped sweep with a `gpu` preset (its own or one it inherits: `extends`)."""
+    from jaxmem.spec.sweep import read_toml
 
     found = []
     for path in sorted(SWEEPS.glob("*/*.toml")):
-        if PRESET in tomllib.loads(path.read_text()).get("presets", {}):
+        if PRESET in read_toml(path).get("presets", {}):
             found.append(Preset(path.parent.name, path.stem, path))
     return found
 
@@ -116,6 +122,12 @@ def cap_for(estimate: float, left: float) -> float:
     return min(left, CAP_FACTOR * estimate + CAP_SLACK)
 
 
+def starts(estimate: float, left: float, first: bool) -> bool:
+    """Whether a preset starts with `left` seconds of the call: when its estimate fits (the first preset of a call
+    starts anyway, capped, to resume next call), and MIN_START_S are left."""
+    return left >= MIN_START_S and (first or estimate <= left)
+
+
 def plan_text(presets: list[Preset], device: str, budget: float) -> str:
     """The campaign's order with each preset's estimate and cap, and which fit in one call of `budget` s."""
     estimates = {p.sweep: estimate_s(p, device) for p in presets}
@@ -126,13 +138,12 @@ def plan_text(presets: list[Preset], device: str, budget: float) -> str:
     ]
     used = 0.0
     for i, p in enumerate(ordered(presets, estimates), 1):
-        cap = cap_for(estimates[p.sweep], max(budget - used, 0.0))
-        fits = budget - used >= MIN_START_S and cap >= estimates[p.sweep]
+        cap = cap_for(estimates[p.sweep], budget - used)
+        fits = starts(estimates[p.sweep], budget - used, used == 0.0)
         used += cap if fits else 0.0
+        capped, ends = (f"{cap:.0f}s", f"{used:.0f}s") if fits else ("-", "-")
         where = "yes" if fits else "next call"
-        lines.append(
-            f"{i:>3}  {p.family:<16}{p.sweep:<26}{estimates[p.sweep]:>8.0f}s{cap:>6.0f}s{used:>8.0f}s  {where}"
-        )
+        lines.append(f"{i:>3}  {p.family:<16}{p.sweep:<26}{estimates[p.sweep]:>8.0f}s{capped:>7}{ends:>9}  {where}")
     return "\n".join(lines)
 
 
@@ -245,11 +256,11 @@ def campaign(presets: list[Preset], out: Path, work: Path, budget: float, device
     state.setdefault("calls", []).append({"device": device, "budget_s": budget})
     todo = [p for p in presets if state["presets"].get(p.name, {}).get("status") != "done"]
     estimates = {p.sweep: estimate_s(p, device_kind) for p in todo}
-    for preset in ordered(todo, estimates):
+    for i, preset in enumerate(ordered(todo, estimates)):
         left = budget - (time.monotonic() - started)
-        if left < MIN_START_S:
-            print(f"budget spent: {preset.name} and later presets wait for the next call", flush=True)
-            break
+        if not starts(estimates[preset.sweep], left, i == 0):
+            print(f"{preset.name}: waits for the next call ({left:.0f} s left)", flush=True)
+            continue
         cap = cap_for(estimates[preset.sweep], left)
         print(f"{preset.name}: estimate {estimates[preset.sweep]:.0f} s, cap {cap:.0f} s", flush=True)
         entry = run_one(preset, paths, cap, estimates[preset.sweep], device)
