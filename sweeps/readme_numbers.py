@@ -635,7 +635,7 @@ def compact_png(source: Path, target: Path) -> None:
 
 # ---- the targets table: one row per target, each read from its own store
 
-TARGET_HEADERS = ["target", "claim", "size run", "verdict", "why"]
+TARGET_HEADERS = ["target", "claim", "size run", "verdict", "device verdict", "why"]
 
 
 def target_cells(block: Block, row: str) -> list[str]:
@@ -695,19 +695,106 @@ def targets_kind(block: Block, headlines: dict) -> str:
         target, claim, test, size, why, *judged = target_cells(block, row)
         store = row_store(block, row)
         if store is None and test == NOT_BUILT:
-            rows.append([target, claim, f"{NOT_BUILT}: {size}", "not run here (not built)", why])
+            rows.append([target, claim, f"{NOT_BUILT}: {size}", "not run here (not built)", NO_DEVICE_RUN, why])
             continue
         if store is None:
             verdict = "<br>".join(f"{j} (a test of the suite checks it)" for j in judged) or "the row states no verdict"
-            rows.append([target, claim, f"`{test}`: {size}", verdict, why])
+            rows.append([target, claim, f"`{test}`: {size}", verdict, NO_DEVICE_RUN, why])
             continue
         headline = headlines.get((store.sweep, store.preset))
         seeds = f", {seeds_text(headline.seeds)}" if headline else " (not run here)"
         run = f"`{store.sweep}` `{store.preset}`{seeds}"
-        rows.append([target, claim, f"{run}: {size}", verdict_cell(store, headline, target, judged), why])
+        verdict = verdict_cell(store, headline, target, judged)
+        rows.append([target, claim, f"{run}: {size}", verdict, device_cell(store, headlines, target), why])
     family = block.path.parent.name
     source = f"*Each row from its sweep's store; regenerate: `python sweeps/readme_numbers.py --family {family}`*"
     return source + "\n\n" + table(TARGET_HEADERS, rows)
+
+
+# ---- device runs (benchmarks/device_campaign.py): each claim's CPU verdict beside its device verdict
+
+DEVICE_PRESET = "gpu"  # the preset a device campaign runs; its results ship as sweeps/<family>/data/<sweep>-gpu/
+NO_DEVICE_RUN = "no device run"
+CAMPAIGN_COMMAND = "PYTHONPATH=$PWD python benchmarks/device_campaign.py --out $OUT"
+
+
+def device_stores(block: Block) -> list[Block]:
+    """The device runs a gallery entry or a targets table shows beside its stores: each store's `gpu` preset."""
+    if block.kind not in ("gallery", "targets"):
+        return []
+    return [dataclasses.replace(s, preset=DEVICE_PRESET) for s in stores_of(block) if s.preset != DEVICE_PRESET]
+
+
+def run_meta(headline) -> dict:
+    from jaxmem import load_results
+
+    return load_results(headline.folder, "meta").set_index("key")["value"].to_dict()
+
+
+def size_text(headline) -> str:
+    """A run's size: preset, seeds, its grid's values (from the stored spec) and its runs, on its device."""
+    meta = run_meta(headline)
+    grid = json.loads(meta.get("resolved_spec", "{}")).get("grid", {})
+    axes = [f"{name} {span_of(values)}" for name, values in grid.items() if isinstance(values, list)]
+    runs = len(headline.table("runs")) if headline.table("runs") is not None else 0
+    sizes = f"; {', '.join(axes)}" if axes else ""
+    return f"`{headline.preset}`, {seeds_text(headline.seeds)}{sizes}; {runs} runs on {meta.get('device', '?')}"
+
+
+def span_of(values: list) -> str:
+    """A grid axis' values in words: '8–64 (7 values)', or the one value, or the values themselves."""
+    if len(values) == 1 or not all(isinstance(v, (int, float)) for v in values):
+        return "/".join(map(str, values))
+    return f"{min(values):g}{DASH}{max(values):g} ({len(values)} values)"
+
+
+def claim_outcomes(headline) -> dict[tuple[str, str], str]:
+    """{(section, claim): "**OUTCOME** (measured)"} of every verdict of verdicts.json that is no diagnostic."""
+    from jaxmem.report.text import number
+
+    path = headline.folder / "verdicts.json"
+    entries = json.loads(path.read_text())["verdicts"] if path.exists() else []
+    shown = {}
+    for e in entries:
+        if not e.get("diagnostic"):
+            measured = f" ({number(e['measured'])})" if e.get("measured") is not None else ""
+            shown[(e["section"], e["claim"])] = f"**{e['outcome']}**{measured}"
+    return shown
+
+
+def no_device_text(sweep: str) -> str:
+    """Why a sweep shows no device verdict: its gpu preset has not run, or it has none (decided on the CPU)."""
+    from jaxmem.spec.sweep import read_toml
+
+    if DEVICE_PRESET not in read_toml(spec_path(sweep)).get("presets", {}):
+        return f"{NO_DEVICE_RUN} (no `{DEVICE_PRESET}` preset: benchmarks/GPU_PRESETS.md)"
+    return f"{NO_DEVICE_RUN} yet (its `{DEVICE_PRESET}` preset runs in `{CAMPAIGN_COMMAND}`)"
+
+
+def device_comparison(block: Block, headlines: dict) -> str:
+    """A gallery entry's claims, each with its verdict at the CPU size and on the device with their sizes; one
+    line saying so where the device has not run the sweep."""
+    cpu, device = headlines[(block.sweep, block.preset)], headlines.get((block.sweep, DEVICE_PRESET))
+    if device is None:
+        return f"Device: {no_device_text(block.sweep)}."
+    on_cpu, on_device = claim_outcomes(cpu), claim_outcomes(device)
+    claims = list(dict.fromkeys([*on_cpu, *on_device]))
+    rows = [[f"{s}: {c}", on_cpu.get((s, c), "not checked"), on_device.get((s, c), "not checked")] for s, c in claims]
+    rows = [[cell.replace("|", "\\|") for cell in row] for row in rows]
+    lines = [f"Per claim, at the CPU size ({size_text(cpu)}) and on the device ({size_text(device)}):", ""]
+    return "\n".join(lines) + table(["claim", "CPU", "device"], rows)
+
+
+def device_cell(store: Block, headlines: dict, target: str) -> str:
+    """A targets row's verdict on the device (the row's sweep's `gpu` preset, read as the row reads its own
+    store) with its size, or why there is none."""
+    if store.preset == DEVICE_PRESET:
+        return "the row's own run"
+    device = headlines.get((store.sweep, DEVICE_PRESET))
+    if device is None:
+        return no_device_text(store.sweep)
+    verdict = verdict_cell(dataclasses.replace(store, preset=DEVICE_PRESET), device, target, [])
+    return f"{size_text(device)}:<br>{verdict}"
 
 
 KINDS = {
@@ -781,7 +868,7 @@ def load_headlines(
     from jaxmem.report.headline import headline
 
     found = {}
-    for block in (store for block in blocks for store in stores_of(block)):
+    for block in (store for block in blocks for store in stores_of(block) + device_stores(block)):
         key = (block.sweep, block.preset)
         if key in found:
             continue
@@ -912,6 +999,8 @@ def rewritten(path: Path, headlines: dict, chosen) -> str:
             body = targets_kind(block, headlines)
         else:
             body = render(block, headlines[(block.sweep, block.preset)])
+        if block.kind == "gallery" and headlines[(block.sweep, block.preset)] is not None:
+            body += "\n\n" + device_comparison(block, headlines)
         return f"{match.group(1)}{body}\n{match.group(4)}"
 
     text = BLOCK.sub(replace, path.read_text())
