@@ -3,8 +3,12 @@ prints (jaxmem.report.columns.tables), so that it never drifts from the code."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 from mkdocs.structure.files import File, Files
 
+ROOT = Path(__file__).resolve().parents[1]
 PAGE = "docs/reference/columns.md"
 INTRO = """# Columns
 
@@ -20,6 +24,7 @@ def on_files(files: Files, config) -> Files:
 
 
 def page() -> str:
+    sys.path.insert(0, str(ROOT))  # this checkout's jaxmem, whichever one is installed
     from jaxmem.report.columns import tables
 
     sections = [INTRO]

@@ -35,7 +35,7 @@ def test_the_site_builds_with_warnings_as_errors(tmp_path):
         text=True,
         env=env,
     )
-    assert built.returncode == 0, built.stderr[-4000:]
+    assert built.returncode == 0, f"{built.stderr[-4000:]}\n(a new page goes into mkdocs.yml's nav)"
     api = (site / "docs" / "reference" / "api" / "index.html").read_text()
     assert "jaxmem.driver.api.run" in api and "from_flax" in api
     columns = (site / "docs" / "reference" / "columns" / "index.html").read_text()
