@@ -49,6 +49,7 @@ CAP_FACTOR = 1.5  # a preset's cap: this many times its estimate ...
 CAP_SLACK = 45.0  # ... plus the child's start (JAX import, spec, plan) and its report
 MIN_START_S = 40.0  # a preset is not started with less than this left of the budget
 GRACE_S = 20.0  # after SIGTERM, the child's time to checkpoint its runs before SIGKILL
+SMOKE_CAP_S = 300.0  # a smoke preset's cap on a CPU (the estimates are the device's: seconds)
 MAX_FILE = 16 * 2**20  # the limit on one file coming back from a device call
 PRIORITY = (  # the seeds' headline figures and the claims undecided at quick size, first
     "fig1_linear",
@@ -117,9 +118,9 @@ def ordered(presets: list[Preset], estimates: dict[str, float]) -> list[Preset]:
     return sorted(presets, key=lambda p: (rank.get(p.sweep, len(rank)), estimates[p.sweep], p.sweep))
 
 
-def cap_for(estimate: float, left: float) -> float:
-    """A preset's time cap: CAP_FACTOR × its estimate + CAP_SLACK, at most `left`."""
-    return min(left, CAP_FACTOR * estimate + CAP_SLACK)
+def cap_for(estimate: float, left: float, floor: float = 0.0) -> float:
+    """A preset's time cap: CAP_FACTOR × its estimate + CAP_SLACK (at least `floor`), at most `left`."""
+    return min(left, max(floor, CAP_FACTOR * estimate + CAP_SLACK))
 
 
 def starts(estimate: float, left: float, first: bool) -> bool:
@@ -129,7 +130,8 @@ def starts(estimate: float, left: float, first: bool) -> bool:
 
 
 def plan_text(presets: list[Preset], device: str, budget: float) -> str:
-    """The campaign's order with each preset's estimate and cap, and which fit in one call of `budget` s."""
+    """The campaign's order with each preset's estimate and cap, and which fit in one call of `budget` s (by
+    their estimates: each ends by the sum of the estimates before it)."""
     estimates = {p.sweep: estimate_s(p, device) for p in presets}
     lines = [
         f"device campaign on one {device}: {len(presets)} `gpu` presets, one call of {budget:.0f} s "
@@ -140,7 +142,7 @@ def plan_text(presets: list[Preset], device: str, budget: float) -> str:
     for i, p in enumerate(ordered(presets, estimates), 1):
         cap = cap_for(estimates[p.sweep], budget - used)
         fits = starts(estimates[p.sweep], budget - used, used == 0.0)
-        used += cap if fits else 0.0
+        used += estimates[p.sweep] if fits else 0.0  # the expected time; the cap only bounds a slow one
         capped, ends = (f"{cap:.0f}s", f"{used:.0f}s") if fits else ("-", "-")
         where = "yes" if fits else "next call"
         lines.append(f"{i:>3}  {p.family:<16}{p.sweep:<26}{estimates[p.sweep]:>8.0f}s{capped:>7}{ends:>9}  {where}")
@@ -243,7 +245,9 @@ def run_one(preset: Preset, paths: dict[str, Path], cap: float, estimate: float,
     }
 
 
-def campaign(presets: list[Preset], out: Path, work: Path, budget: float, device_kind: str) -> dict:
+def campaign(
+    presets: list[Preset], out: Path, work: Path, budget: float, device_kind: str, cap_floor: float = 0.0
+) -> dict:
     """Run the presets not yet done in `out`'s state, in order, within `budget` seconds; the state."""
     started = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
@@ -261,7 +265,7 @@ def campaign(presets: list[Preset], out: Path, work: Path, budget: float, device
         if not starts(estimates[preset.sweep], left, i == 0):
             print(f"{preset.name}: waits for the next call ({left:.0f} s left)", flush=True)
             continue
-        cap = cap_for(estimates[preset.sweep], left)
+        cap = cap_for(estimates[preset.sweep], left, cap_floor)
         print(f"{preset.name}: estimate {estimates[preset.sweep]:.0f} s, cap {cap:.0f} s", flush=True)
         entry = run_one(preset, paths, cap, estimates[preset.sweep], device)
         state["presets"][preset.name] = entry
@@ -336,7 +340,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.source:
         shutil.copytree(args.source, args.out, dirs_exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
-        state = campaign(presets, args.out, args.work or Path(scratch), args.budget, args.device)
+        floor = SMOKE_CAP_S if args.smoke else 0.0
+        budget = max(args.budget, 2 * SMOKE_CAP_S) if args.smoke else args.budget
+        state = campaign(presets, args.out, args.work or Path(scratch), budget, args.device, floor)
     statuses = [state["presets"].get(p.name, {}).get("status", "not started") for p in presets]
     print(", ".join(f"{p.name}: {s}" for p, s in zip(presets, statuses)))
     return 0 if all(s == "done" for s in statuses) else 3
