@@ -1,16 +1,14 @@
 """sweeps/readme_numbers.py beside a device campaign's results: a gallery entry's claims with the CPU and the
 device verdicts and their sizes, a targets row's device verdict, and "no device run" where there is none."""
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from test_numbers_regenerate import script
 
 from jaxmem.report.headline import Headline, verdicts_of
 
-ROOT = Path(__file__).resolve().parent.parent
 SLOPE = {"section": "Fitted slope", "claim": "Expected slope in [0.85, 1.15]", "outcome": "INCONCLUSIVE"}
 RANK = {"section": "Relations / y against x", "claim": "ρ ≥ 0.8", "measured": 0.95, "outcome": "PASS"}
 META = {
@@ -21,11 +19,7 @@ META = {
 
 @pytest.fixture(scope="module")
 def rn():
-    spec = importlib.util.spec_from_file_location("readme_numbers", ROOT / "sweeps" / "readme_numbers.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["readme_numbers"] = module
-    spec.loader.exec_module(module)
-    return module
+    return script()
 
 
 def fake_headline(folder: Path, preset: str, seeds: tuple, runs: int, *entries: dict) -> Headline:
