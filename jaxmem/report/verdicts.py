@@ -169,15 +169,20 @@ def mean_in_band(
     se = float(values.std(ddof=1) / math.sqrt(values.size)) if values.size > 1 else math.nan
     low, high = t_interval(mean, se, values.size - 1)
     few = too_few_x(values.size, MIN_X, noun)
-    if few is not None:
-        return few, mean, (low, high)
+    return few or interval_verdict(low, high, band, "mean's"), mean, (low, high)
+
+
+def interval_verdict(low: float, high: float, band: tuple[float, float], what: str) -> Verdict:
+    """The one rule for a 95 % interval [low, high] against a claimed band [lo, hi] (an infinite end open):
+    PASS inside it, FAIL wholly outside it, else INCONCLUSIVE naming the edge it crosses; `what` names the
+    interval's quantity in the reason ("slope", "mean's")."""
     lo, hi = band
     if lo <= low and high <= hi:
-        return decided(True), mean, (low, high)
+        return decided(True)
     if high < lo or low > hi:
-        return decided(False, f"mean's CI {interval(low, high)} outside it"), mean, (low, high)
+        return decided(False, f"{what} CI {interval(low, high)} outside it")
     crossed = " and ".join(number(edge) for edge, out in ((lo, low < lo), (hi, high > hi)) if out)
-    return inconclusive(f"mean's CI {interval(low, high)} crosses {crossed}"), mean, (low, high)
+    return inconclusive(f"{what} CI {interval(low, high)} crosses {crossed}")
 
 
 def interval(lo: float, hi: float) -> str:
@@ -193,15 +198,10 @@ def slope_verdict(fit: dict, band: tuple[float, float]) -> Verdict:
     low, high = fit["b_lo"], fit["b_hi"]
     if not (math.isfinite(low) and math.isfinite(high)):
         return inconclusive("no slope interval")
-    lo, hi = band
-    if lo <= low and high <= hi:
-        return decided(True)
-    if high < lo or low > hi:
-        return decided(False, f"slope CI {interval(low, high)} outside it")
-    if 0 in (lo, hi) and low < 0 < high:
+    verdict = interval_verdict(low, high, band, "slope")
+    if verdict.outcome == INCONCLUSIVE and 0 in band and low < 0 < high:
         return inconclusive("slope CI spans 0")
-    crossed = " and ".join(number(edge) for edge, out in ((lo, low < lo), (hi, high > hi)) if out)
-    return inconclusive(f"slope CI {interval(low, high)} crosses {crossed}")
+    return verdict
 
 
 def slope_band(band: tuple[float, float]) -> str:
