@@ -67,7 +67,7 @@ MISSING_WORDS = {"drop": "left out", "high": "ranked above every value", "low": 
 def relation_rows(relation: Relation, runs: pd.DataFrame, searches: pd.DataFrame) -> pd.DataFrame:
     """One row per run (per search when y uses `capacity`): group, x, y (NaN: no value) and a censored
     search's `side` ("above", "below"; "" otherwise)."""
-    frame = runs.assign(side="")
+    frame = runs.copy().assign(side="")  # copy: a de-fragmented frame (pandas PerformanceWarning otherwise)
     if relation.over_searches:
         side = censored_side(searches) if not searches.empty else ""
         frame = searches.assign(capacity=searches["capacity"].where(side == ""), side=side)
