@@ -47,6 +47,7 @@ from jaxmem.plan.buckets import Bucket
 from jaxmem.plan.layout import Knobs, Layout
 from jaxmem.plan.runs import Run
 from jaxmem.plan.target import Target
+from jaxmem.plan.throughput import device_key
 from jaxmem.report.from_store import report
 from jaxmem.spec.sweep import SweepSpec, run_budget
 
@@ -83,7 +84,8 @@ class Sweep:
         self.budget = device_memory.budget(self.target.memory_bytes, memory_cap)
         self.settings = settings_of(spec)
         self.plan = planner.plan(spec, self.exp, self.target, pinned_plan(store, spec))
-        self.layout = Layout(spec, self.exp, self.plan.knobs, self.target.platform, self.target.count, self.budget)
+        target, knobs = self.target, self.plan.knobs
+        self.layout = Layout(spec, self.exp, knobs, target.platform, target.count, self.budget, device_key(target))
         self.searches = Searches(
             spec, self.exp, self.layout.search, self.mine, part, store, lambda message: self.progress.note(message)
         )

@@ -11,7 +11,7 @@ import math
 from jaxmem.experiments.interface import Experiment
 from jaxmem.plan.buckets import Bucket, bucket_of, padded_config, padder
 from jaxmem.plan.costs import ACCELERATORS, padding_pays, slots_per_device
-from jaxmem.plan.loss_blocks import choose_loss_block
+from jaxmem.plan.loss_blocks import choose_loss_block, measured_cases
 from jaxmem.spec.expr import evaluate
 from jaxmem.spec.sweep import SweepSpec
 
@@ -58,13 +58,22 @@ LOSS_SHARE = 0.25  # one run's loss temporaries may take this share of a device'
 class Layout:
     """Buckets and slots of a sweep's runs on `devices` devices of `platform` under `knobs`, with
     `budget_bytes` of memory per device (where an experiment states its loss temporaries, a run whose
-    dense logits would take more than LOSS_SHARE of it gets the blocked loss: plan.loss_blocks)."""
+    dense logits would take more than LOSS_SHARE of it gets the blocked loss; else the loss path measured
+    fastest on `device`, a `throughput.device_key`: plan.loss_blocks)."""
 
     def __init__(
-        self, spec: SweepSpec, exp: Experiment, knobs: Knobs, platform: str, devices: int, budget_bytes: float
+        self,
+        spec: SweepSpec,
+        exp: Experiment,
+        knobs: Knobs,
+        platform: str,
+        devices: int,
+        budget_bytes: float,
+        device: str = "",
     ):
         self.spec, self.exp, self.knobs, self.platform, self.devices = spec, exp, knobs, platform, devices
         self.loss_budget = LOSS_SHARE * budget_bytes
+        self.loss_rates = measured_cases(device, exp.name)
         self.search = dataclasses.replace(spec.search, probes=knobs.probes) if spec.search else None
         variable = (spec.search.variable,) if spec.search else ()
         self.pad = padder(knobs.pad_ratio, knobs.search_pad_ratio, variable)
@@ -79,6 +88,7 @@ class Layout:
         for name, floor in self.eval_floors.items():
             self.size_floors[name] = max(self.size_floors.get(name, 0), floor)
         self._live: dict[str, int] = {}
+        self._chosen: dict[tuple, tuple[Bucket, str]] = {}  # choice, by config: the layout is a pure function
 
     def runs_per_round(self) -> int:
         """The runs one unit has live at once: one per learning rate, times the values a search round
@@ -102,15 +112,40 @@ class Layout:
         than a compile: runs that never share a step gain nothing else from it (the Fig 1 MLP paper
         bucket was padded 1.47×). (Runs that would share an unpadded program keep the padding: thousands
         of small programs would each hold device memory and a compile.)"""
+        return self.choice(config)[0]
+
+    def choice(self, config: dict) -> tuple[Bucket, str]:
+        """`bucket_for`'s bucket and the rule that chose it, in words (memoised by config)."""
+        key = tuple(sorted(config.items()))
+        try:
+            hash(key)
+        except TypeError:  # an unhashable value (a list): not memoised
+            return self._choose(config)
+        if key not in self._chosen:
+            self._chosen[key] = self._choose(config)
+        return self._chosen[key]
+
+    def _choose(self, config: dict) -> tuple[Bucket, str]:
         padded = self.padded_bucket(config)
         if self.platform in ACCELERATORS and self.slots_for(padded, config) == self.devices:
             alone = self.exact_bucket(config)
-            if self.slots_for(alone, config) == self.devices and not self._padding_pays(padded, alone, config):
-                return alone
+            if self.slots_for(alone, config) == self.devices:
+                if not self._padding_pays(padded, alone, config):
+                    return (
+                        alone,
+                        "unpadded: one run per device padded or not, and padding would cost more than a compile",
+                    )
+                if self.search is None or self.live_runs(padded) > 1:
+                    return padded, (
+                        "padded: one run per device either way, but padding costs less than a compile of its own "
+                        "(extra FLOPs over the step budget against a compile's)"
+                    )
         if self.search is None or self.live_runs(padded) > 1:
-            return padded
+            return padded, f"padded: shares its program with up to {self.live_runs(padded)} live runs"
         exact = self.padded_bucket(config, exact_variable=True)
-        return padded if self._padding_pays(padded, exact, config) else exact
+        if self._padding_pays(padded, exact, config):
+            return padded, "padded: one live run, whose extra work costs less than a compile of its own"
+        return exact, "searched value unpadded: one live run, whose padding would cost more than a compile"
 
     def _padding_pays(self, padded: Bucket, exact: Bucket, config: dict) -> bool:
         """Whether `padded`'s extra work over the step budget costs less than compiling `exact`."""
@@ -139,7 +174,8 @@ class Layout:
         """The bucket of `config` under `pad`, with the blocked loss where its dense logits do not fit."""
         floors = self.derived_floors if derived_floors is None else derived_floors
         bucket = bucket_of(self.exp, config, pad, floors)
-        block = choose_loss_block(self.exp, padded_config(self.exp, bucket, config), self.loss_budget, slots=1)
+        padded = padded_config(self.exp, bucket, config)
+        block = choose_loss_block(self.exp, padded, self.loss_budget, slots=1, measured=self.loss_rates)
         return bucket_of(self.exp, {**config, "loss_block": block}, pad, floors) if block else bucket
 
     def live_runs(self, bucket: Bucket) -> int:

@@ -122,7 +122,7 @@ def _accelerator_plan(spec: SweepSpec, exp: Experiment, target: Target, base: Kn
             options.append((estimate(spec, exp, candidate, target), words, candidate))
     best, words, knobs = min(options, key=lambda o: (o[0].seconds, o[2].probes))
     knobs, speculation = speculating(spec, knobs, given, target.platform)
-    notes = [f"padding: {words}", *speculation]
+    notes = [f"padding: {words}{_padding_reason(options, words)}", *speculation]
     if spec.search and "probes" not in given and spec.search.mode != "paper":
         notes.append(f"{knobs.probes} probes per round (the fastest of {', '.join(map(str, PROBE_CHOICES))})")
     if "segment_seconds" not in given:
@@ -155,7 +155,8 @@ def estimate(spec: SweepSpec, exp: Experiment, knobs: Knobs, target: Target) -> 
     """What the searches (or the grid) would cost under `knobs`: the first round's programs and device
     time (every run to its step budget, waves where a bucket holds fewer slots than runs), and the
     rounds of the longest search."""
-    layout = Layout(spec, exp, knobs, target.platform, target.count, MEMORY_SHARE * target.memory_bytes)
+    budget = MEMORY_SHARE * target.memory_bytes
+    layout = Layout(spec, exp, knobs, target.platform, target.count, budget, throughput.device_key(target))
     runs_per_config = len(spec.seeds) * len(spec.train.learning_rates)
     buckets: dict = {}
     rounds = 1
@@ -203,6 +204,17 @@ def rounds_until_done(search, bracket: searching.Bracket, answer: int) -> int:
     while not b.done:
         b = searching.update(search, b, {v: v <= answer for v in searching.probes(search, b)})
     return b.rounds
+
+
+def _padding_reason(options: list, chosen: str) -> str:
+    """Why the chosen padding: the estimated time of each padding at its fastest probes per round."""
+    fastest: dict = {}
+    for found, words, _ in options:
+        fastest[words] = min(fastest.get(words, math.inf), found.seconds)
+    others = [f"{seconds:.3g} s for {words}" for words, seconds in fastest.items() if words != chosen]
+    if not others:
+        return " (the accelerator's alternative, few programs, is the same plan here)"
+    return f" (estimated {fastest[chosen]:.3g} s, the fastest, against {', '.join(others)})"
 
 
 def _probe_choices(spec: SweepSpec, knobs: Knobs, given: frozenset[str]) -> tuple[int, ...]:

@@ -1,0 +1,110 @@
+"""The loss path of each family with a softmax over many classes: the blocked (on-chip) loss equals the
+dense one in value and gradients to relative 1e-5, padded rows and classes included; the planner takes the
+path measured fastest on the device kind (jaxmem/plan/cross_entropy.json), memory first."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxmem.experiments.blocked_softmax import logits_bytes
+from jaxmem.experiments.nichani24 import assoc_memory, factual_recall
+from jaxmem.plan import loss_blocks
+from jaxmem.plan.buckets import static_shape, traced_values
+from jaxmem.plan.loss_blocks import choose_loss_block, fastest_block, measured_cases
+from jaxmem.plan.runs import run_key
+
+PAD = lambda n, *_: 2 * n + 3  # noqa: E731  (padded rows and classes, blocks of 16 that do not divide them)
+ASSOC = [  # (config, loss form): every model, both loss forms
+    ({"model": "linear", "d": 6, "N": 40}, "log_softmax"),
+    ({"model": "lowrank", "d": 6, "m": 3, "N": 40, "M": 30}, "log_softmax"),
+    ({"model": "mlp", "d": 6, "m": 10, "N": 40}, "log_of_softmax"),
+]
+FACTS = {"S": 5, "R": 3, "D": 3, "d": 12, "H": 2, "d_h": 4, "m": 10, "T": 8, "batch": 64, "test_size": 64}
+
+
+def loss_and_grads(exp, config: dict, block: int):
+    """The family's loss and its gradients at init, sizes padded by PAD, `loss_block` = block (traced only,
+    to be jitted by the caller)."""
+    config = exp.effective(config)
+    shape = static_shape(exp, {**config, "loss_block": block}, PAD)
+    dyn = {k: jnp.asarray(v) for k, v in traced_values(exp, config).items()}
+    key = run_key(0, 3)
+    params, problem = exp.init(key, shape, dyn)
+    return jax.value_and_grad(exp.loss)(params, problem, shape, dyn, key)
+
+
+@pytest.fixture(scope="session")
+def both_paths():
+    """(dense, blocked) loss and gradients of every case, in one compiled program."""
+    cases = [(assoc_memory.EXPERIMENT, {**c, "loss_form": form}) for c, form in ASSOC]
+    cases.append((factual_recall.EXPERIMENT, FACTS))
+    return jax.jit(lambda: [[loss_and_grads(exp, config, b) for b in (0, 16)] for exp, config in cases])()
+
+
+@pytest.mark.parametrize("case", range(len(ASSOC) + 1), ids=[c["model"] for c, _ in ASSOC] + ["factual_recall"])
+def test_the_blocked_loss_equals_the_dense_one_in_value_and_gradients(both_paths, case):
+    (want, want_grads), (got, got_grads) = both_paths[case]
+    assert np.isfinite(want) and set(got_grads) == set(want_grads)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    for name in want_grads:
+        scale = float(jnp.max(jnp.abs(want_grads[name])))
+        np.testing.assert_allclose(got_grads[name], want_grads[name], rtol=1e-5, atol=1e-5 * scale, err_msg=name)
+
+
+CASES = (
+    {
+        "family": "assoc_memory",
+        "dense_logits_bytes": 2e6,
+        "paths": [{"block": 0, "step_seconds": 1.0}, {"block": 128, "step_seconds": 2.0}],
+    },
+    {
+        "family": "assoc_memory",
+        "dense_logits_bytes": 1e8,
+        "paths": [
+            {"block": 0, "step_seconds": 4.0},
+            {"block": 128, "step_seconds": 1.0},
+            {"block": 512, "step_seconds": 3.0},
+        ],
+    },
+    {
+        "family": "factual_recall",
+        "dense_logits_bytes": 2e6,
+        "paths": [{"block": 0, "step_seconds": 2.0}, {"block": 512, "step_seconds": 1.0}],
+    },
+)
+
+
+def test_the_fastest_path_of_the_nearest_measured_case():
+    assoc = measured_cases("cpu (2 cores)", "assoc_memory", {"cpu (2 cores)": {"cases": list(CASES)}})
+    assert len(assoc) == 2, "a family's own cases only"
+    assert fastest_block(assoc, 1e6) == 0 and fastest_block(assoc, 5e7) == 128
+    assert measured_cases("cpu (2 cores)", "other", {"cpu (2 cores)": {"cases": list(CASES)}}) == CASES
+    assert measured_cases("NVIDIA H200", "assoc_memory", {"cpu (2 cores)": {"cases": list(CASES)}}) == ()
+    assert fastest_block((), 1e6) == 0 and fastest_block(assoc, float("nan")) == 0
+
+
+def test_memory_decides_before_the_measured_rates():
+    exp = assoc_memory.EXPERIMENT
+    config = exp.effective({"model": "mlp", "d": 16, "m": 32, "N": 4096})
+    dense = logits_bytes(4096, 4096, 0)
+    assert choose_loss_block(exp, config, 2 * dense, slots=1, measured=CASES[:2]) == 128  # nearest: 1e8 bytes
+    assert choose_loss_block(exp, config, 2 * dense, slots=1) == 0  # unmeasured: dense
+    assert choose_loss_block(exp, config, dense / 4, slots=1, measured=CASES[:2]) == 1024  # the widest that fits
+
+
+def test_the_layout_reads_the_device_kinds_rates(monkeypatch):
+    from helpers import ROOT
+    from jaxmem.plan.layout import Knobs, Layout
+    from jaxmem.spec.sweep import load
+
+    spec = load(ROOT / "tests" / "specs" / "tiny_linear.toml")
+    exp = assoc_memory.EXPERIMENT
+    blocked = {"cpu (2 cores)": {"cases": [{**CASES[1], "dense_logits_bytes": 1.0}]}}  # blocked everywhere
+    monkeypatch.setattr(loss_blocks, "table", lambda: blocked)
+    layouts = {d: Layout(spec, exp, Knobs.of_spec(spec), "cpu", 1, 1e12, device=d) for d in ("cpu (2 cores)", "")}
+    point = spec.points[0]
+    assert layouts["cpu (2 cores)"].padded_bucket(point).shape_dict["loss_block"] == 128
+    assert layouts[""].padded_bucket(point).shape_dict["loss_block"] == 0
