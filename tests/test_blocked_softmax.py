@@ -14,9 +14,8 @@ from jaxmem.experiments.blocked_softmax import blocked_argmax, blocked_cross_ent
 from jaxmem.experiments.interface import Costs
 from jaxmem.experiments.nichani24 import assoc_memory, factual_recall
 from jaxmem.experiments.nichani24.assoc_memory import mean_target_nll
-from jaxmem.plan.buckets import static_shape, traced_values
+from jaxmem.plan.buckets import static_shape
 from jaxmem.plan.loss_blocks import choose_loss_block
-from jaxmem.plan.runs import run_key
 
 N, M, D = 13, 11, 5
 ROWS, CLASSES = jnp.arange(N) < 10, jnp.arange(M) < 9  # 3 padded rows, 2 padded classes
@@ -138,33 +137,6 @@ def test_assoc_memory_trains_the_same_with_a_loss_block():
         np.testing.assert_allclose(params[name], dense_params[name], rtol=1e-4, atol=2e-5, err_msg=name)
     for name in dense:
         np.testing.assert_allclose(metrics[name], dense[name], atol=1e-5, err_msg=name)
-
-
-def test_factual_recall_loss_gradients_and_metrics_with_a_loss_block():
-    """One padded run (9 answers in 16, blocks of 5): the batch loss, its gradients and every metric,
-    blocked as dense (one program for both)."""
-    exp = factual_recall.EXPERIMENT
-    config = exp.effective(
-        {"S": 5, "R": 3, "D": 3, "d": 12, "H": 2, "d_h": 4, "m": 10, "T": 8, "batch": 64, "test_size": 64}
-    )
-    dense, blocked = (static_shape(exp, {**config, "loss_block": b}, lambda n, *_: n + 1) for b in (0, 5))
-    dyn = {k: jnp.asarray(v) for k, v in traced_values(exp, config).items()}
-    key = run_key(0, 3)
-
-    @jax.jit
-    def both():
-        params, problem = exp.init(key, dense, dyn)
-        return [
-            (jax.value_and_grad(exp.loss)(params, problem, shape, dyn, key), exp.evaluate(params, problem, shape, dyn))
-            for shape in (dense, blocked)
-        ]
-
-    ((want, want_grads), want_metrics), ((got, got_grads), got_metrics) = both()
-    np.testing.assert_allclose(got, want, rtol=1e-6)
-    for name in want_grads:
-        np.testing.assert_allclose(got_grads[name], want_grads[name], rtol=1e-4, atol=1e-6, err_msg=name)
-    for name in want_metrics:
-        np.testing.assert_allclose(got_metrics[name], want_metrics[name], atol=1e-6, err_msg=name)
 
 
 def test_a_loss_block_is_no_part_of_a_runs_identity():

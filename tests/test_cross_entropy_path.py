@@ -25,33 +25,35 @@ ASSOC = [  # (config, loss form): every model, both loss forms
 FACTS = {"S": 5, "R": 3, "D": 3, "d": 12, "H": 2, "d_h": 4, "m": 10, "T": 8, "batch": 64, "test_size": 64}
 
 
-def loss_and_grads(exp, config: dict, block: int):
-    """The family's loss and its gradients at init, sizes padded by PAD, `loss_block` = block (traced only,
-    to be jitted by the caller)."""
+def loss_grads_metrics(exp, config: dict, block: int):
+    """The family's loss, its gradients and its metrics at init, sizes padded by PAD, `loss_block` = block
+    (traced only, to be jitted by the caller)."""
     config = exp.effective(config)
     shape = static_shape(exp, {**config, "loss_block": block}, PAD)
     dyn = {k: jnp.asarray(v) for k, v in traced_values(exp, config).items()}
     key = run_key(0, 3)
     params, problem = exp.init(key, shape, dyn)
-    return jax.value_and_grad(exp.loss)(params, problem, shape, dyn, key)
+    return jax.value_and_grad(exp.loss)(params, problem, shape, dyn, key), exp.evaluate(params, problem, shape, dyn)
 
 
 @pytest.fixture(scope="session")
 def both_paths():
-    """(dense, blocked) loss and gradients of every case, in one compiled program."""
+    """(dense, blocked) loss, gradients and metrics of every case, in one compiled program."""
     cases = [(assoc_memory.EXPERIMENT, {**c, "loss_form": form}) for c, form in ASSOC]
     cases.append((factual_recall.EXPERIMENT, FACTS))
-    return jax.jit(lambda: [[loss_and_grads(exp, config, b) for b in (0, 16)] for exp, config in cases])()
+    return jax.jit(lambda: [[loss_grads_metrics(exp, config, b) for b in (0, 16)] for exp, config in cases])()
 
 
 @pytest.mark.parametrize("case", range(len(ASSOC) + 1), ids=[c["model"] for c, _ in ASSOC] + ["factual_recall"])
-def test_the_blocked_loss_equals_the_dense_one_in_value_and_gradients(both_paths, case):
-    (want, want_grads), (got, got_grads) = both_paths[case]
+def test_the_blocked_loss_equals_the_dense_one_in_value_gradients_and_metrics(both_paths, case):
+    ((want, want_grads), want_metrics), ((got, got_grads), got_metrics) = both_paths[case]
     assert np.isfinite(want) and set(got_grads) == set(want_grads)
     np.testing.assert_allclose(got, want, rtol=1e-5)
     for name in want_grads:
         scale = float(jnp.max(jnp.abs(want_grads[name])))
         np.testing.assert_allclose(got_grads[name], want_grads[name], rtol=1e-5, atol=1e-5 * scale, err_msg=name)
+    for name in want_metrics:  # the blocked argmax behind the accuracies included
+        np.testing.assert_allclose(got_metrics[name], want_metrics[name], rtol=1e-5, atol=1e-6, err_msg=name)
 
 
 CASES = (

@@ -100,7 +100,9 @@ class EngineSpec:
         "sizes padded to their largest value in the sweep", ()
     )
     matmul_precision: Literal["highest", "tf32", "bf16"] = key(
-        "f32 matmuls in full, or faster tf32 / bf16 passes where the device has them", "highest"
+        "f32 matmuls in full, or faster tf32 / bf16 passes where the device has them (emulated on a CPU: "
+        "operands rounded to 10 / 7 mantissa bits, f32 accumulation)",
+        "highest",
     )
 
 
