@@ -145,7 +145,7 @@ def test_list(capsys):
 
 
 def test_dry_run_prints_buckets_and_compiles_nothing(capsys, no_compile):
-    code, out, err = call(capsys, "run", str(FIG1), "--dry-run")
+    code, out, err = call(capsys, "run", str(FIG1), "--dry-run", "--verbose")
     assert code == 0, err
     spec = load(FIG1)
     header = re.search(r"first round: (\d+) runs in (\d+) buckets", out)

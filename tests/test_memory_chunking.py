@@ -129,14 +129,14 @@ def test_a_run_that_never_fits_stops_with_a_clear_error(tmp_path, monkeypatch):
 
 
 def test_dry_run_prints_chunks_compiles_flops_and_memory(spec):
-    plan = dry_run(spec)
+    plan = dry_run(spec, verbose=True)
     assert "first round: 32 runs in 2 buckets" in plan and "compiles: 2 now, at most 2 over the sweep" in plan
-    assert "memory budget:" in plan and "host RAM" in plan
+    assert "memory budget" in plan and "host RAM" in plan
     assert plan.count("chunk(s) of 4 slots (4 per device)") == 2
-    assert "FLOPs (at most" in plan and "(the run state and the temporaries the experiment states;" in plan
+    assert "FLOPs and times at most" in plan and "memory: the run state and the temporaries the experiment" in plan
     assert "first round: 32 runs," in plan and "sized for this machine" in plan  # the totals and the estimate
-    compiled = dry_run(spec, memory_cap=int(2.5 * MiB), compile=True)
-    assert compiled.count("MiB per device (XLA's memory analysis)") == 2
+    compiled = dry_run(spec, memory_cap=int(2.5 * MiB), compile=True, verbose=True)
+    assert compiled.count("MiB per device") == 2 and "memory: XLA's memory analysis of the compiled" in compiled
 
 
 def test_a_run_whose_state_alone_is_over_the_budget_is_refused_before_anything_compiles(tmp_path, capsys):
@@ -150,7 +150,8 @@ def test_a_run_whose_state_alone_is_over_the_budget_is_refused_before_anything_c
         "[train]\nsteps = 32\neval_every = 32\n"
     )
     assert main(["run", str(path), "--dry-run", "--memory-cap", "1MiB"]) == 0
-    assert "OVER THE MEMORY BUDGET, `jaxmem run` refuses it (exit 6)" in capsys.readouterr().out
+    assert "in 1 bucket(s) (" in (out := capsys.readouterr().out) and "`jaxmem run` refuses them, exit 6" in out
+    assert "OVER THE MEMORY BUDGET: bucket" in out
     assert main(["run", str(path), "--memory-cap", "1MiB", "--out", str(tmp_path / "out"), "--quiet"]) == 6
     err = capsys.readouterr().err
     assert "one run's state (parameters, optimizer state, problem) and stated temporaries need 3." in err

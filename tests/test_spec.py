@@ -678,9 +678,9 @@ def test_a_float64_sweep_is_sized_in_float64_by_the_dry_run():
 
     raw = tomllib.loads((REPO / "sweeps/deora24/fig2_dm1_gd.toml").read_text())  # float64, default float type
     assert raw["train"]["precision"] == "float64"
-    state = lambda text: float(re.search(r">= ([\d.]+) MiB per device", text).group(1))  # noqa: E731
-    double = state(dry_run(parse(raw, name="t", preset="quick")))
-    single = state(dry_run(parse(with_(raw, "train.precision", "float32"), name="t", preset="quick")))
+    state = lambda text: float(re.search(r", ([\d.]+) MiB per device", text).group(1))  # noqa: E731
+    double = state(dry_run(parse(raw, name="t", preset="quick"), verbose=True))
+    single = state(dry_run(parse(with_(raw, "train.precision", "float32"), name="t", preset="quick"), verbose=True))
     assert double == pytest.approx(2 * single, rel=0.1) and not jax.config.jax_enable_x64  # floats dominate
 
 

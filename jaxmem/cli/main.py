@@ -157,6 +157,9 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
         "--compile", action="store_true", help="with --dry-run: compile each bucket for XLA's memory analysis"
     )
     run.add_argument(
+        "--verbose", action="store_true", help="with --dry-run: a line per program besides the plan's table"
+    )
+    run.add_argument(
         "--plan-for",
         metavar="KIND",
         help="with --dry-run: the plan another device kind would get (h100, h200, tpu-v5e; KINDxN for N of them)",
@@ -226,7 +229,7 @@ def _run(args) -> int:
         raise UsageError("--plan-for shows a plan: use it with --dry-run")
     if args.dry_run:
         target = planned_target(args.plan_for) if args.plan_for else None
-        print(views.dry_run(spec, args.memory_cap, compile=args.compile, out=out, target=target))
+        print(views.dry_run(spec, args.memory_cap, args.compile, out, target, args.verbose))
         return 0
     if args.restart and count > 1:
         raise UsageError(f"--restart is for a single-process run; to start a multi-process job over, delete {out}")

@@ -122,19 +122,30 @@ def estimate(
 ) -> Estimate:
     """The critical path, run-steps and occupancy of the searches `first` under the round barrier
     (`depth` 0) or the scheduler speculating `depth` rounds, in `slots` slots, deciding every `segment`
-    steps (`simulate`, as benchmarks/search_latency.py does), on a stated outcome model: every search's
-    answer at each of POSITIONS across its first bracket in turn, outcomes monotone, a success known
-    after SUCCESS_SHARE of the `budget` (in whole evaluations of `every` steps), a failure after all of it."""
+    steps (`simulate`, as benchmarks/search_latency.py does), on the outcome model of `modelled`."""
+    return summary(modelled(spec, first, depth, segment, slots, budget, every), slots)
+
+
+def modelled(
+    spec: SearchSpec, first: Mapping[Hashable, Bracket], depth: int, segment: int, slots: int, budget: int, every: int
+) -> list[dict[Hashable, Timeline]]:
+    """The searches' timelines (`simulate`) for each of POSITIONS: every search's answer at that position
+    across its first bracket (geometrically), outcomes monotone, a success known after SUCCESS_SHARE of
+    the `budget` (in whole evaluations of `every` steps), a failure after all of it."""
     policy = speculative(spec, first, depth) if depth else rounds(spec, first)
     success = max(every, -(-int(SUCCESS_SHARE * budget) // every) * every)
-    paths, means, steps = [], [], []
+    timelines = []
     for position in POSITIONS:
         answer = {k: b.lo * (b.hi / b.lo) ** position for k, b in first.items()}
         trial = lambda key, value, answer=answer: Trial(True, success) if value <= answer[key] else Trial(False, budget)  # noqa: E731
-        runs = simulate(policy, list(first), trial, segment, slots)
-        ends = [t.done_at for t in runs.values()]
-        paths.append(max(ends))
-        means.append(sum(ends) / len(ends))
-        steps.append(sum(t.run_steps for t in runs.values()))
-    n = len(POSITIONS)
+        timelines.append(simulate(policy, list(first), trial, segment, slots))
+    return timelines
+
+
+def summary(timelines: list[dict[Hashable, Timeline]], slots: int) -> Estimate:
+    """The critical path, mean end and run-steps of `modelled` timelines, averaged over its positions."""
+    paths = [max(t.done_at for t in runs.values()) for runs in timelines]
+    means = [sum(t.done_at for t in runs.values()) / len(runs) for runs in timelines]
+    steps = [sum(t.run_steps for t in runs.values()) for runs in timelines]
+    n = len(timelines)
     return Estimate(sum(paths) / n, sum(means) / n, sum(steps) / n, slots)
