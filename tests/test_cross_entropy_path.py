@@ -13,7 +13,7 @@ from jaxmem.experiments.blocked_softmax import logits_bytes
 from jaxmem.experiments.nichani24 import assoc_memory, factual_recall
 from jaxmem.plan import loss_blocks
 from jaxmem.plan.buckets import static_shape, traced_values
-from jaxmem.plan.loss_blocks import choose_loss_block, fastest_block, measured_cases
+from jaxmem.plan.loss_blocks import MARGIN, choose_loss_block, fastest_block, measured_cases
 from jaxmem.plan.runs import run_key
 
 PAD = lambda n, *_: 2 * n + 3  # noqa: E731  (padded rows and classes, blocks of 16 that do not divide them)
@@ -56,30 +56,18 @@ def test_the_blocked_loss_equals_the_dense_one_in_value_gradients_and_metrics(bo
         np.testing.assert_allclose(got_metrics[name], want_metrics[name], rtol=1e-5, atol=1e-6, err_msg=name)
 
 
+def path(block, step_seconds, compile_seconds=1.0):
+    return {"block": block, "step_seconds": step_seconds, "compile_seconds": compile_seconds}
+
+
 CASES = (
-    {
-        "family": "assoc_memory",
-        "dense_logits_bytes": 2e6,
-        "paths": [{"block": 0, "step_seconds": 1.0}, {"block": 128, "step_seconds": 2.0}],
-    },
-    {
-        "family": "assoc_memory",
-        "dense_logits_bytes": 1e8,
-        "paths": [
-            {"block": 0, "step_seconds": 4.0},
-            {"block": 128, "step_seconds": 1.0},
-            {"block": 512, "step_seconds": 3.0},
-        ],
-    },
-    {
-        "family": "factual_recall",
-        "dense_logits_bytes": 2e6,
-        "paths": [{"block": 0, "step_seconds": 2.0}, {"block": 512, "step_seconds": 1.0}],
-    },
+    {"family": "assoc_memory", "dense_logits_bytes": 2e6, "paths": [path(0, 1.0), path(128, 2.0)]},
+    {"family": "assoc_memory", "dense_logits_bytes": 1e8, "paths": [path(0, 4.0), path(128, 1.0), path(512, 3.0)]},
+    {"family": "factual_recall", "dense_logits_bytes": 2e6, "paths": [path(0, 2.0), path(512, 1.0)]},
 )
 
 
-def test_the_fastest_path_of_the_nearest_measured_case():
+def test_the_cheapest_path_of_the_nearest_measured_case():
     assoc = measured_cases("cpu (2 cores)", "assoc_memory", {"cpu (2 cores)": {"cases": list(CASES)}})
     assert len(assoc) == 2, "a family's own cases only"
     assert fastest_block(assoc, 1e6) == 0 and fastest_block(assoc, 5e7) == 128
@@ -88,13 +76,20 @@ def test_the_fastest_path_of_the_nearest_measured_case():
     assert fastest_block((), 1e6) == 0 and fastest_block(assoc, float("nan")) == 0
 
 
+def test_a_blocked_path_must_beat_dense_by_the_margin_compile_included():
+    tie = ({"dense_logits_bytes": 1.0, "paths": [path(0, 1.0, 0.0), path(128, 1.0 / (0.99 * MARGIN), 0.0)]},)
+    assert fastest_block(tie, 1.0, steps=100) == 0, "within the margin: dense"
+    slow_compile = ({"dense_logits_bytes": 1.0, "paths": [path(0, 1.0, 1.0), path(128, 0.5, 50.0)]},)
+    assert fastest_block(slow_compile, 1.0, steps=10) == 0 and fastest_block(slow_compile, 1.0, steps=1000) == 128
+
+
 def test_memory_decides_before_the_measured_rates():
     exp = assoc_memory.EXPERIMENT
     config = exp.effective({"model": "mlp", "d": 16, "m": 32, "N": 4096})
     dense = logits_bytes(4096, 4096, 0)
-    assert choose_loss_block(exp, config, 2 * dense, slots=1, measured=CASES[:2]) == 128  # nearest: 1e8 bytes
+    assert choose_loss_block(exp, config, 2 * dense, 1, CASES[:2], steps=100) == 128  # nearest: 1e8 bytes
     assert choose_loss_block(exp, config, 2 * dense, slots=1) == 0  # unmeasured: dense
-    assert choose_loss_block(exp, config, dense / 4, slots=1, measured=CASES[:2]) == 1024  # the widest that fits
+    assert choose_loss_block(exp, config, dense / 4, 1, CASES[:2], steps=100) == 1024  # the widest that fits
 
 
 def test_the_layout_reads_the_device_kinds_rates(monkeypatch):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Callable
 
 from jaxmem.experiments.interface import Experiment
 from jaxmem.plan.buckets import Bucket, bucket_of, padded_config, padder
@@ -89,6 +90,7 @@ class Layout:
             self.size_floors[name] = max(self.size_floors.get(name, 0), floor)
         self._live: dict[str, int] = {}
         self._chosen: dict[tuple, tuple[Bucket, str]] = {}  # choice, by config: the layout is a pure function
+        self._padded: dict[tuple, Bucket] = {}  # padded_bucket, likewise
 
     def runs_per_round(self) -> int:
         """The runs one unit has live at once: one per learning rate, times the values a search round
@@ -116,14 +118,7 @@ class Layout:
 
     def choice(self, config: dict) -> tuple[Bucket, str]:
         """`bucket_for`'s bucket and the rule that chose it, in words (memoised by config)."""
-        key = tuple(sorted(config.items()))
-        try:
-            hash(key)
-        except TypeError:  # an unhashable value (a list): not memoised
-            return self._choose(config)
-        if key not in self._chosen:
-            self._chosen[key] = self._choose(config)
-        return self._chosen[key]
+        return memoised(self._chosen, tuple(sorted(config.items())), lambda: self._choose(config))
 
     def _choose(self, config: dict) -> tuple[Bucket, str]:
         padded = self.padded_bucket(config)
@@ -159,6 +154,12 @@ class Layout:
         return self._bucket(config, padder(1.0), derived_floors={})
 
     def padded_bucket(self, config: dict, exact_variable: bool = False) -> Bucket:
+        """The bucket of `config` on the padding ladders (the searched variable's own size with
+        `exact_variable`), memoised: `live_runs` asks for every point's at each new bucket's value."""
+        key = (tuple(sorted(config.items())), exact_variable)
+        return memoised(self._padded, key, lambda: self._padded_bucket(config, exact_variable))
+
+    def _padded_bucket(self, config: dict, exact_variable: bool) -> Bucket:
         config = self.exp.complete(config)
         config.update((name, max(config[name], floor)) for name, floor in self.size_floors.items())
         search = self.search
@@ -175,7 +176,8 @@ class Layout:
         floors = self.derived_floors if derived_floors is None else derived_floors
         bucket = bucket_of(self.exp, config, pad, floors)
         padded = padded_config(self.exp, bucket, config)
-        block = choose_loss_block(self.exp, padded, self.loss_budget, slots=1, measured=self.loss_rates)
+        steps = self.spec.train.steps
+        block = choose_loss_block(self.exp, padded, self.loss_budget, 1, self.loss_rates, steps)
         return bucket_of(self.exp, {**config, "loss_block": block}, pad, floors) if block else bucket
 
     def live_runs(self, bucket: Bucket) -> int:
@@ -202,3 +204,14 @@ class Layout:
         """Total slots of a bucket: a deterministic number per device, times the devices."""
         flops = self.padded_flops(bucket, config)
         return slots_per_device(flops, self.live_runs(bucket), self.platform, self.knobs.max_slots) * self.devices
+
+
+def memoised(cache: dict, key: tuple, compute: Callable):
+    """compute(), kept in `cache` under `key`; computed every time for an unhashable key (a list value)."""
+    try:
+        hash(key)
+    except TypeError:
+        return compute()
+    if key not in cache:
+        cache[key] = compute()
+    return cache[key]

@@ -7,9 +7,11 @@ sizes), the slots sharing a device, the budget and the measured rates: the plann
 
 `cross_entropy.json` beside this file holds, per device kind (`throughput.device_key`), what
 benchmarks/bench_cross_entropy.py measured: for each case (a family at one shape, vmapped over slots as
-the engine runs it), the bytes of one run's dense logits and the step seconds of each loss path. A program
-takes the fastest path of the measured case nearest in dense-logit bytes, among its own family's cases
-where there are any (as `throughput.rate` reads its table); dense where the device was never measured.
+the engine runs it), the bytes of one run's dense logits and the compile and step seconds of each loss
+path. A program takes the cheapest path (one compile and the step budget's steps) of the measured case
+nearest in dense-logit bytes, among its own family's cases where there are any (as `throughput.rate` reads
+its table), a blocked one only where it costs at most 1 / MARGIN of dense (a tie within the noise of a
+measurement keeps the dense program); dense where the device was never measured.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from jaxmem.experiments.interface import Config, Experiment
 
 LARGEST_POWER = 31  # blocks 1, 2, 4, ..., 2**31 are tried
 TABLE = Path(__file__).with_name("cross_entropy.json")
+MARGIN = 1.1  # a blocked path replaces dense where measured at least this much cheaper
 
 
 @lru_cache(maxsize=4)
@@ -38,23 +41,26 @@ def measured_cases(device: str, family: str, measured: dict | None = None) -> tu
     return tuple(own or cases)
 
 
-def fastest_block(cases: tuple[dict, ...], dense_bytes: float) -> int:
-    """The loss path (0: dense, else the block) measured fastest at the case nearest to `dense_bytes` of
-    dense logits per run (in ratio); 0 where nothing was measured or the size is unknown."""
+def fastest_block(cases: tuple[dict, ...], dense_bytes: float, steps: int = 1) -> int:
+    """The loss path (0: dense, else the block) cheapest over one compile and `steps` steps at the measured
+    case nearest to `dense_bytes` of dense logits per run (in ratio), blocked only if MARGIN times cheaper
+    than dense; 0 where nothing was measured or the size is unknown."""
     if not cases or not (math.isfinite(dense_bytes) and dense_bytes > 0):
         return 0
     nearest = min(cases, key=lambda c: abs(math.log(c["dense_logits_bytes"] / dense_bytes)))
-    return min(nearest["paths"], key=lambda p: p["step_seconds"])["block"]
+    cost = {p["block"]: p["compile_seconds"] + steps * p["step_seconds"] for p in nearest["paths"]}
+    block = min(cost, key=cost.get)
+    return block if MARGIN * cost[block] <= cost.get(0, math.inf) else 0
 
 
 def choose_loss_block(
-    exp: Experiment, config: Config, budget_bytes: float, slots: int, measured: tuple[dict, ...] = ()
+    exp: Experiment, config: Config, budget_bytes: float, slots: int, measured: tuple[dict, ...] = (), steps: int = 1
 ) -> int:
     """Where `slots` runs' dense logits fit `budget_bytes` (or the experiment has no estimate): the path
-    `measured` found fastest (`fastest_block`; dense without measurements). Else the largest power-of-two
-    block whose temporaries fit, among the blocks that take less memory than dense; where none fits, the
-    smallest (the least memory there is: the slots must shrink). 0 (dense) for an experiment without a
-    `loss_block`."""
+    `measured` found cheapest over `steps` steps (`fastest_block`; dense without measurements). Else the
+    largest power-of-two block whose temporaries fit, among the blocks that take less memory than dense;
+    where none fits, the smallest (the least memory there is: the slots must shrink). 0 (dense) for an
+    experiment without a `loss_block`."""
     if "loss_block" not in exp.kinds:
         return 0
 
@@ -63,7 +69,7 @@ def choose_loss_block(
 
     dense = need(0)
     if not dense > budget_bytes:  # fits, or no estimate (NaN)
-        return fastest_block(measured, dense / slots)
+        return fastest_block(measured, dense / slots, steps)
     saving = [b for b in (2**k for k in range(LARGEST_POWER + 1)) if need(b) < dense]
     fitting = [b for b in saving if need(b) <= budget_bytes]
     return max(fitting, default=min(saving, default=0))
