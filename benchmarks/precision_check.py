@@ -7,16 +7,22 @@ report's slope verdict with the "highest" run's. On a CPU, which computes every 
 and bf16 are emulated (jaxmem/engine/emulated_precision.py: each matmul's operands rounded to 10 or 7
 mantissa bits, f32 accumulation); on an accelerator they are its own algorithms. A precision the device
 computes as another one (no algorithm for it, no emulation) is listed as such, not run twice. Each run
-states the load: the share of the machine's cores other processes used while it ran.
+states the load (the share of the machine's cores other processes used while it ran) and the loss paths
+its programs compiled (dense logits, or the blocked cross-entropy the planner may choose: plan.loss_blocks).
+With --reuse, a run already in --work (its capacity.csv) is read instead of run again, with the wall and
+load this script recorded beside it ("—" for a run without that record).
 
     python benchmarks/precision_check.py [--grids fig1_linear,fig1_mlp] [--precisions highest,tf32,bf16]
-        [--work DIR] [--out benchmarks/RESULTS_precision_cpu.md]
+        [--work DIR] [--reuse] [--out benchmarks/RESULTS_precision_cpu.md]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import json
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -84,6 +90,29 @@ def run_grid(grid: str, precision: str, out: Path) -> tuple[float, float]:
     return wall, max(others, 0.0) / (wall * os.cpu_count())
 
 
+def recorded_run(grid: str, precision: str, out: Path, reuse: bool) -> tuple:
+    """(wall, load) of the run in `out`: run now and recorded beside it, or (with `reuse`, where it already
+    finished) as recorded, (nan, nan) without a record."""
+    record = out.with_suffix(".json")
+    if reuse and (out / "capacity.csv").is_file():
+        return tuple(json.loads(record.read_text())) if record.is_file() else (float("nan"), float("nan"))
+    measured = run_grid(grid, precision, out)
+    record.write_text(json.dumps(measured))
+    return measured
+
+
+def loss_paths(out: Path) -> str:
+    """The loss paths of the run's compiled programs, e.g. "dense ×7, blocked 128 ×1"."""
+    with sqlite3.connect(out / "results.sqlite") as db:
+        shapes = [json.loads(row[0]) for row in db.execute("select shape from compiles")]
+    counts = collections.Counter(shape.get("loss_block", 0) for shape in shapes)
+    return ", ".join(f"{f'blocked {b}' if b else 'dense'} ×{n}" for b, n in sorted(counts.items()))
+
+
+def seconds_text(value: float, scale: float = 1.0, unit: str = "") -> str:
+    return "—" if value != value else f"{scale * value:.0f}{unit}"
+
+
 def medians(out: Path) -> pd.Series:
     """Capacity median per grid point, indexed by the point's label (its varying fields)."""
     table = pd.read_csv(out / "capacity.csv")
@@ -114,8 +143,9 @@ def rows_for(grid: str, runs: dict[str, Path], walls: dict[str, tuple], platform
                 grid,
                 precision,
                 computed,
-                f"{wall:.0f}",
-                f"{100 * load:.0f}%",
+                seconds_text(wall),
+                seconds_text(load, 100, "%"),
+                loss_paths(out),
                 points,
                 f"{100 * worst:.1f}%",
                 "yes" if worst <= TOLERANCE else "**no**",
@@ -130,6 +160,7 @@ def main() -> None:
     parser.add_argument("--grids", default="fig1_linear,fig1_mlp")
     parser.add_argument("--precisions", default="highest,tf32,bf16")
     parser.add_argument("--work", type=Path, help="folder of the runs (default: a temporary one)")
+    parser.add_argument("--reuse", action="store_true", help="read the runs already in --work, not run them again")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     machine = C.machine()
@@ -149,16 +180,17 @@ def main() -> None:
                 continue
             C.log(f"{grid} at {p} ...")
             runs[p] = work / f"{grid}-{p}"
-            walls[p] = run_grid(grid, p, runs[p])
+            walls[p] = recorded_run(grid, p, runs[p], args.reuse)
         rows += rows_for(grid, runs, walls, platform)
     lines = [
         "# Matmul precision: the quick Fig 1 grids' capacities against 'highest'",
         "",
-        f"`python benchmarks/precision_check.py --out {args.out}`, one invocation: each grid at each precision in "
-        "a fresh process with a cold compile cache. 'max |Δ|' is the largest relative difference of a grid "
-        "point's capacity median from the 'highest' run's (the search resolution of the quick presets is "
-        "1 in N at N ≤ 300); 'within 5 %' is issue 39's acceptance. 'load' is the share of the machine's cores "
-        "other processes used during the run (a shared machine).",
+        f"`python benchmarks/precision_check.py {' '.join(sys.argv[1:])}`: each grid at each precision in a fresh "
+        "process with a cold compile cache (with --reuse, the runs an earlier invocation left in --work are read). "
+        "'loss paths' counts the compiled programs by cross-entropy path. 'max |Δ|' is the largest relative "
+        "difference of a grid point's capacity median from the 'highest' run's (the search resolution of the "
+        "quick presets is 1 in N at N ≤ 300); 'within 5 %' is issue 39's acceptance. 'load' is the share of the "
+        "machine's cores other processes used during the run (a shared machine).",
         "",
         *C.md_table(["", ""], [[k, v] for k, v in machine.items()]),
         "",
@@ -169,6 +201,7 @@ def main() -> None:
                 "computed here as",
                 "wall s",
                 "load",
+                "loss paths",
                 "capacity medians",
                 "max |Δ| vs highest",
                 "within 5 %",
