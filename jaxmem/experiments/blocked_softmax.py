@@ -4,7 +4,10 @@ The logits are features @ weightsᵀ (N rows, M classes: u_yᵀ F(e_x) in the as
 are computed one block of B classes (rows of `weights`) at a time inside a `lax.scan`: the forward pass
 keeps a running max and a running sum of exponentials per row (an online log-sum-exp), and the backward
 pass (`jax.custom_vjp`) recomputes each block's logits from the log-sum-exp it saved and accumulates the
-gradients, so no pass holds more than N × B logits (DESIGN: "What the accelerator says").
+gradients, so no pass holds more than N × B logits (DESIGN: "What the accelerator says"): with B small
+enough, the logits stay in cache and never reach memory. The planner takes it where dense logits would not
+fit, or where it was measured faster on the device kind (jaxmem/plan/loss_blocks.py,
+benchmarks/bench_cross_entropy.py).
 
 Blocks of classes, not of rows: the memory bound N·B then does not grow with the vocabulary, which is
 what grows in these experiments (M = N for Fig 1, R·D answers for the factual-recall batch of fixed
@@ -31,7 +34,8 @@ FORMS = ("log_softmax", "log_of_softmax")  # −log softmax(z)[y] computed stabl
 LOSS_BLOCK = static(
     int,
     "classes per block of the blocked cross-entropy (0: dense logits); set by the planner where the dense "
-    "logits would not fit (jaxmem/plan/loss_blocks.py), never part of a run's identity",
+    "logits would not fit or the blocked loss was measured faster (jaxmem/plan/loss_blocks.py), never part of "
+    "a run's identity",
     0,
     minimum=0,
 )
