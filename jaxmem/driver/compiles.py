@@ -13,9 +13,9 @@ from typing import Callable
 from jaxmem.driver.progress import Progress
 from jaxmem.driver.signals import Stopper
 from jaxmem.engine import device_memory
-from jaxmem.engine.executor import BucketRunner, Program, abstract_state, compile_program, nbytes
+from jaxmem.engine.executor import BucketRunner, Program, abstract_state, compile_program, model_state, nbytes
 from jaxmem.engine.program import Settings
-from jaxmem.experiments.interface import Experiment
+from jaxmem.experiments.interface import SIZE, Experiment
 from jaxmem.plan.buckets import Bucket, padded_config
 from jaxmem.plan.layout import Layout
 from jaxmem.plan.runs import Run
@@ -52,6 +52,7 @@ class Programs:
         self.to_compile: dict[str, tuple[Bucket, list[Run]]] = {}  # buckets waiting for (or in) their compile,
         # in order, with the runs handed to them meanwhile (the first is the program's template)
         self.compiling: tuple | None = None  # (future, compile rows) of the compile running now
+        self.engine_bytes: dict[tuple, int] = {}  # a run state's bytes besides `model_state`, by static structure
 
     def check_signal(self, compiling: bool = False) -> None:
         self.stopper.check(list(self.runners.values()), compiling)
@@ -131,7 +132,7 @@ class Programs:
         n = self.layout.devices
         temporaries = self.exp.cost("temp_bytes", padded_config(self.exp, bucket, template.config))
         per_run = temporaries if math.isfinite(temporaries) else 0
-        state = nbytes(abstract_state(self.exp, bucket, self.settings, slots // n, template))
+        state = self.run_state_bytes(bucket, template) * (slots // n)
         one_run = state // (slots // n) + per_run
         if one_run > self.budget_bytes:
             raise device_memory.OutOfMemory(
@@ -142,6 +143,18 @@ class Programs:
             )
         fitting = device_memory.fitting_slots(slots // n, state + per_run * (slots // n), self.budget_bytes)
         return fitting * n, one_run * fitting
+
+    def run_state_bytes(self, bucket: Bucket, template: Run) -> int:
+        """Bytes of one run's state in `bucket` (a program's state is its slots' times this: every leaf
+        is mapped over them): its parameters, problem and optimizer state (`model_state`), and the
+        engine's counters, metrics and history, the same in every bucket of one static structure,
+        traced in full (`abstract_state`) once per structure."""
+        own = nbytes(model_state(self.exp, bucket, self.settings, template))
+        structure = tuple((k, v) for k, v in bucket.shape if self.exp.kinds[k].kind != SIZE)
+        if structure not in self.engine_bytes:
+            whole = nbytes(abstract_state(self.exp, bucket, self.settings, 1, template))
+            self.engine_bytes[structure] = whole - own
+        return own + self.engine_bytes[structure]
 
     def compile_bucket(
         self, bucket: Bucket, template: Run, slots: int, record: Callable = lambda *row: None

@@ -21,7 +21,7 @@ from jaxmem.experiments.interface import Experiment
 from jaxmem.persistence.local_checkpoints import LocalSlotCheckpoints
 from jaxmem.engine import running_clock
 from jaxmem.engine.device_memory import peak_bytes
-from jaxmem.plan.runs import Run
+from jaxmem.plan.runs import Run, run_key
 from jaxmem.plan.buckets import Bucket, traced_values
 from jaxmem.engine.program import (
     RunState,
@@ -76,6 +76,20 @@ def abstract_state(exp: Experiment, bucket: Bucket, settings: Settings, slots: i
     _, init_all = make_segment(exp, bucket.shape_dict, settings)
     seeds = np.full(slots, template.seed, np.int32)
     return jax.eval_shape(init_all, seeds, seeds, template_dyn(exp, settings, slots, template))
+
+
+def model_state(exp: Experiment, bucket: Bucket, settings: Settings, template: Run):
+    """One run's parameters, problem and optimizer state as ShapeDtypeStructs: the part of its RunState
+    that depends on the bucket's shape (its counters, metrics and history do not), traced without the
+    engine (a fraction of `abstract_state`'s tracing: no evaluation, no vmap)."""
+    dyn = {k: v[0] for k, v in template_dyn(exp, settings, 1, template).items()}
+    flow = settings.integrator == "gradient_flow"
+
+    def init(seed, dyn):
+        params, problem = exp.init(run_key(seed, seed), bucket.shape_dict, dyn)
+        return params, problem, () if flow else exp.optimizer(dyn).init(params)
+
+    return jax.eval_shape(init, np.int32(template.seed), dyn)
 
 
 def saved_part(state: RunState) -> dict:

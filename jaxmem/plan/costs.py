@@ -52,11 +52,16 @@ def slots_per_device(padded_flops: float, live_runs: int, platform: str, max_slo
     different batch sizes differently (a batch of one becomes an unbatched dot), so a run's numbers
     are reproducible exactly when its program's per-device batch is. Devices multiply the slots.
     """
+    waves = math.ceil(live_runs / wave_slots(padded_flops, platform, max_slots))
+    return max(1, math.ceil(live_runs / waves))
+
+
+def wave_slots(padded_flops: float, platform: str, max_slots: int = 0) -> int:
+    """The most slots per device of one wave (`slots_per_device`): the device's FLOP target over a run's
+    work, or `max_slots`; 1 leaves a bucket one slot per device however many runs it holds."""
     most = MAX_SLOTS.get(platform, 4096)
     filling = TARGET_FLOPS.get(platform, 2e10) / max(padded_flops, 1.0)
-    cap = max_slots or (int(np.clip(filling, 1, most)) if math.isfinite(padded_flops) else most)
-    waves = math.ceil(live_runs / cap)
-    return max(1, math.ceil(live_runs / waves))
+    return max_slots or (int(np.clip(filling, 1, most)) if math.isfinite(padded_flops) else most)
 
 
 def padding_pays(extra_flops: float, platform: str) -> bool:

@@ -11,7 +11,7 @@ from typing import Callable
 
 from jaxmem.experiments.interface import Experiment
 from jaxmem.plan.buckets import Bucket, bucket_of, padded_config, padder
-from jaxmem.plan.costs import ACCELERATORS, padding_pays, slots_per_device
+from jaxmem.plan.costs import ACCELERATORS, padding_pays, slots_per_device, wave_slots
 from jaxmem.plan.loss_blocks import choose_loss_block, measured_cases
 from jaxmem.spec.expr import evaluate
 from jaxmem.spec.sweep import SweepSpec
@@ -203,6 +203,8 @@ class Layout:
     def slots_for(self, bucket: Bucket, config: dict) -> int:
         """Total slots of a bucket: a deterministic number per device, times the devices."""
         flops = self.padded_flops(bucket, config)
+        if wave_slots(flops, self.platform, self.knobs.max_slots) == 1:  # whatever its live runs (costlier)
+            return self.devices
         return slots_per_device(flops, self.live_runs(bucket), self.platform, self.knobs.max_slots) * self.devices
 
 
