@@ -65,6 +65,10 @@ PRIORITY = (  # the seeds' headline figures and the claims undecided at quick si
     "separability_threshold",
     "fig6_mlp_fixed_outputs",
     "linear_fixed_outputs",
+    "ch2_alpha",  # the thesis's headline figures: sample complexity in alpha*, ch 4's dimension law, the graph
+    "ch4_dim",  # transformer's threshold and in-context learning's attention
+    "ch3_gcn",
+    "ch7_attention",
 )
 SMOKE = {  # two presets shrunk to seconds on a CPU: the same code path as the device's
     "fig1_linear": [
