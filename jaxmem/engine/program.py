@@ -102,8 +102,9 @@ def emulates(name: str, platform: str) -> bool:
 
 def precision_label(name: str, platform: str) -> str:
     """The matmul precision as a report states it: the name, and how a reduced one was computed on `platform`
-    ("tf32 (emulated: operands rounded to 10-bit mantissas, f32 accumulation)")."""
-    if name == "highest":
+    ("tf32 (emulated: operands rounded to 10-bit mantissas, f32 accumulation)"); the name alone where
+    the platform is unknown (a store without its device)."""
+    if name == "highest" or not platform:
         return name
     if emulates(name, platform):
         return f"{name} (emulated: operands rounded to {MANTISSA_BITS[name]}-bit mantissas, f32 accumulation)"
