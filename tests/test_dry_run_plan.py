@@ -6,7 +6,6 @@ import re
 import pytest
 
 from helpers import TINY_SPEC
-from helpers import cli as call
 from jaxmem.cli import plan_table
 from jaxmem.cli.views import dry_run
 from jaxmem.plan.sweep_time import ProgramTime, SweepTime
@@ -60,7 +59,7 @@ def test_the_expected_time_is_beside_the_bound_and_never_above_it():
     assert SweepTime(programs, 512, 4, 3, None).expected == SweepTime(programs, 512, 4, 3, None).bound
 
 
-def test_the_memory_lines_name_the_buckets_that_do_not_fit(capsys, tmp_path):
+def test_the_memory_lines_name_the_buckets_that_do_not_fit():
     text = dry_run(parse(TWO, name="two"), memory_cap=2**20)
     rows = {d: line for line in text.splitlines() for d in (16, 512) if re.match(rf"^  [0-9a-f]{{12}} d={d} ", line)}
     over_id, fits_id = rows[512].split()[0], rows[16].split()[0]
