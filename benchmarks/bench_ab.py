@@ -1,5 +1,5 @@
 """Before/after of an engine change: one `bench_suite` workload run by two jaxmem trees, alternately, in
-one invocation (the same machine state for both).
+one invocation (the same machine state for both; the tree that runs first changes every rep).
 
 The base tree is `git archive REV jaxmem` in a temporary folder, put first on the PYTHONPATH of its child
 processes; the other is the working tree. Each child runs `run_sweep` once on the workload and reports its
@@ -119,8 +119,9 @@ def main() -> None:
         with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
             tar.extractall(tmp, filter="data")
         rows = []
+        trees = [(f"before ({args.base})", Path(tmp)), ("after (working tree)", None)]
         for rep in range(args.reps):
-            for name, tree in ((f"before ({args.base})", Path(tmp)), ("after (working tree)", None)):
+            for name, tree in trees if rep % 2 == 0 else trees[::-1]:  # each tree goes first in every other rep
                 C.log(f"rep {rep + 1}: {name} ...")
                 rows.append((name, os.getloadavg()[0], run_child(tree, forwarded)))
     what = (
