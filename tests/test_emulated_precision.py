@@ -83,3 +83,19 @@ def test_the_report_says_how_a_reduced_precision_was_computed():
     assert "emulated" in precision_label("bf16", "cpu") and "7-bit" in precision_label("bf16", "cpu")
     assert precision_label("tf32", "gpu") == "tf32 (the device's TF32_TF32_F32 matmuls)"
     assert precision_label("highest", "cpu") == "highest"
+
+
+def test_the_engine_compiles_a_cpu_bucket_at_bf16_with_rounded_matmuls():
+    """compile_program routes the bucket's program through the emulation on a CPU."""
+    from jaxmem.engine.executor import compile_program
+    from jaxmem.experiments.nichani24 import assoc_memory
+    from jaxmem.plan.buckets import bucket_of, padder
+    from jaxmem.plan.runs import make_run
+
+    exp = assoc_memory.EXPERIMENT
+    run = make_run(exp.complete({"model": "linear", "d": 4, "N": 6}), 0, 0.1, None, None, 0)
+    bucket = bucket_of(exp, run.config, padder(2.0))
+    settings = Settings(steps=4, eval_every=2, metric="accuracy", hit_threshold=1.0, stop_threshold=2.0,
+                        matmul_precision="bf16")  # fmt: skip
+    text = compile_program(exp, bucket, settings, 1, run, jax.devices()[:1]).run.as_text()
+    assert "reduce-precision" in text  # (at 'highest' `at_precision` leaves the program alone: tested above)
