@@ -230,3 +230,15 @@ def test_a_power_law_is_told_apart_from_an_exponential_over_a_wide_range():
     assert verdict_text(table, pd.DataFrame(), power) == (
         "b in [0.6, 0.8]: **PASS**; R² ≥ 0.9: **PASS** (free exponent p in [-0.03, 0.03])"
     )
+
+
+def test_a_yes_no_level_is_judged_by_its_exact_binomial_interval():
+    """Three runs all succeeding: the t-interval has zero width ([1, 1]: PASS against ≥ 0.9); the exact
+    binomial interval of 3 of 3 is [0.29, 1]: INCONCLUSIVE. 40 of 40 decide it; 0 of 40 FAIL it."""
+    from jaxmem.report.verdicts import mean_in_band
+
+    verdict, mean, (low, high) = mean_in_band([1.0, 1.0, 1.0], (0.9, math.inf))
+    assert verdict.outcome == "INCONCLUSIVE" and mean == 1.0 and 0.29 < low < 0.3 and high == 1.0
+    assert mean_in_band(np.ones(40), (0.9, math.inf))[0].outcome == "PASS"
+    assert mean_in_band(np.zeros(40), (0.9, math.inf))[0].outcome == "FAIL"
+    assert mean_in_band([0.95, 0.97, 0.99], (0.9, math.inf))[2][0] > 0.9  # continuous values: the t-interval

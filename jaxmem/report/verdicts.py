@@ -155,19 +155,30 @@ def t_interval(estimate: float, se: float, dof: int) -> tuple[float, float]:
     return estimate - half, estimate + half
 
 
+def proportion_interval(successes: int, trials: int) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) CONFIDENCE interval of a proportion."""
+    found = stats.binomtest(successes, trials).proportion_ci(confidence_level=CONFIDENCE, method="exact")
+    return float(found.low), float(found.high)
+
+
 def mean_in_band(
     values, band: tuple[float, float], noun: str = "value"
 ) -> tuple[Verdict | None, float, tuple[float, float]]:
-    """(verdict, mean, its 95 % t-interval) of a level claimed to lie in [lo, hi] (an infinite end open), over
+    """(verdict, mean, its 95 % interval) of a level claimed to lie in [lo, hi] (an infinite end open), over
     the finite `values` (runs: the seeds' spread decides): PASS when the interval lies inside the band, FAIL
-    when wholly outside it, INCONCLUSIVE across an edge or with fewer than MIN_X values; None without values."""
+    when wholly outside it, INCONCLUSIVE across an edge or with fewer than MIN_X values; None without values.
+    The interval is the mean's t-interval, or for yes/no values (each 0 or 1) the exact binomial one of their
+    proportion (3 of 3 successes: [0.29, 1], never the t-interval's zero width)."""
     values = np.asarray(values, float)
     values = values[np.isfinite(values)]
     if values.size == 0:
         return None, math.nan, (math.nan, math.nan)
     mean = float(values.mean())
-    se = float(values.std(ddof=1) / math.sqrt(values.size)) if values.size > 1 else math.nan
-    low, high = t_interval(mean, se, values.size - 1)
+    if np.isin(values, (0.0, 1.0)).all():
+        low, high = proportion_interval(int(values.sum()), values.size)
+    else:
+        se = float(values.std(ddof=1) / math.sqrt(values.size)) if values.size > 1 else math.nan
+        low, high = t_interval(mean, se, values.size - 1)
     few = too_few_x(values.size, MIN_X, noun)
     return few or interval_verdict(low, high, band, "mean's"), mean, (low, high)
 
