@@ -36,7 +36,7 @@ from jaxmem.plan.throughput import device_key  # noqa: E402
 HERE = Path(__file__).resolve().parent
 FACTS = {"S": 64, "R": 4, "D": 16, "d": 32, "H": 4, "d_h": 8, "m": 64, "T": 8, "batch": 256, "test_size": 64}
 CASES = [  # (name, experiment, config, slots): slots as the engine gives a quick program on this CPU
-    ("Fig 1 linear quick, d 22, N 484", assoc_memory.EXPERIMENT, {"model": "linear", "d": 22, "N": 484}, 16),
+    ("Fig 1 linear quick, d 22, N 242", assoc_memory.EXPERIMENT, {"model": "linear", "d": 22, "N": 242}, 16),
     ("Fig 1 MLP quick, d 16, m 32, N 512", assoc_memory.EXPERIMENT, {"model": "mlp", "d": 16, "m": 32, "N": 512}, 16),
     ("assoc MLP, d 64, m 256, N 4096", assoc_memory.EXPERIMENT, {"model": "mlp", "d": 64, "m": 256, "N": 4096}, 1),
     ("factual_recall, 1024 answers, batch 256", factual_recall.EXPERIMENT, FACTS, 16),

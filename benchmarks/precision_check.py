@@ -38,6 +38,7 @@ sys.path.insert(0, str(HERE))
 import common as C  # noqa: E402
 
 from jaxmem.engine.program import emulates, jax_matmul_precision, precision_label  # noqa: E402
+from jaxmem.spec.sweep import load  # noqa: E402
 
 SWEEPS = HERE.parent / "sweeps" / "nichani24"
 CLI = "from jaxmem.cli.main import main; main()"
@@ -171,7 +172,8 @@ def main() -> None:
     for p in precisions:
         distinct.setdefault(program_of(p, platform), p)
     rows, same = [], []
-    for grid in args.grids.split(","):
+    grids = args.grids.split(",")
+    for grid in grids:
         runs, walls = {}, {}
         for p in precisions:
             if distinct[program_of(p, platform)] != p:
@@ -182,14 +184,16 @@ def main() -> None:
             runs[p] = work / f"{grid}-{p}"
             walls[p] = recorded_run(grid, p, runs[p], args.reuse)
         rows += rows_for(grid, runs, walls, platform)
+    resolutions = ", ".join(f"{load(SWEEPS / f'{g}.toml', 'quick').search.resolution:.0%} ({g})" for g in grids)
     lines = [
         "# Matmul precision: the quick Fig 1 grids' capacities against 'highest'",
         "",
         f"`python benchmarks/precision_check.py {' '.join(sys.argv[1:])}`: each grid at each precision in a fresh "
         "process with a cold compile cache (with --reuse, the runs an earlier invocation left in --work are read). "
         "'loss paths' counts the compiled programs by cross-entropy path. 'max |Δ|' is the largest relative "
-        "difference of a grid point's capacity median from the 'highest' run's (the search resolution of the "
-        "quick presets is 1 in N at N ≤ 300); 'within 5 %' is issue 39's acceptance. 'load' is the share of the "
+        "difference of a grid point's capacity median from the 'highest' run's (each search ends within a relative "
+        f"resolution of {resolutions}: one step of it is a difference of that size); 'within 5 %' is issue 39's "
+        "acceptance. 'load' is the share of the "
         "machine's cores other processes used during the run (a shared machine).",
         "",
         *C.md_table(["", ""], [[k, v] for k, v in machine.items()]),
