@@ -8,8 +8,11 @@ Writes the Markdown table (--out) and the device's entry of the planner's table 
 jaxmem/plan/cross_entropy.json: per case, the bytes of one run's dense logits and the step seconds of each
 loss path), from which `jaxmem.plan.loss_blocks` picks dense or blocked per program.
 
-    python benchmarks/bench_cross_entropy.py [--repeats 20] [--out benchmarks/RESULTS_cross_entropy.md]
+    python benchmarks/bench_cross_entropy.py [--repeats 20] [--slots S] [--out benchmarks/RESULTS_cross_entropy.md]
         [--table jaxmem/plan/cross_entropy.json]
+
+On an accelerator (the saturated programs of RESULTS_gpu_throughput.md hold 256 slots):
+    python benchmarks/bench_cross_entropy.py --slots 256 --out benchmarks/RESULTS_cross_entropy_gpu.md
 """
 
 from __future__ import annotations
@@ -83,11 +86,13 @@ def measure(exp, config: dict, slots: int, repeats: int) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--slots", type=int, default=0, help="slots of every case (0: each case's own)")
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS_cross_entropy.md")
     parser.add_argument("--table", type=Path, default=HERE.parent / "jaxmem" / "plan" / "cross_entropy.json")
     args = parser.parse_args()
     machine, rows, entries = C.machine(), [], []
-    for name, exp, config, slots in CASES:
+    for name, exp, config, own_slots in CASES:
+        slots = args.slots or own_slots
         C.log(f"{name} ...")
         with C.CpuShare() as share:
             paths = measure(exp, config, slots, args.repeats)
@@ -106,7 +111,7 @@ def main() -> None:
                 ]
             )
         entries.append({"case": name, "family": exp.name, "dense_logits_bytes": logits, "slots": slots, "paths": paths})
-    command = "python benchmarks/bench_cross_entropy.py" + (f" --repeats {args.repeats}" if args.repeats != 20 else "")
+    command = " ".join(["python benchmarks/bench_cross_entropy.py", *sys.argv[1:]])
     lines = [
         "# Softmax cross-entropy: dense logits against the blocked loss (logits kept in cache)",
         "",
