@@ -81,6 +81,8 @@ def test_a_blocked_path_must_beat_dense_by_the_margin_compile_included():
     assert fastest_block(tie, 1.0, steps=100) == 0, "within the margin: dense"
     slow_compile = ({"dense_logits_bytes": 1.0, "paths": [path(0, 1.0, 1.0), path(128, 0.5, 50.0)]},)
     assert fastest_block(slow_compile, 1.0, steps=10) == 0 and fastest_block(slow_compile, 1.0, steps=1000) == 128
+    fast_compile = ({"dense_logits_bytes": 1.0, "paths": [path(0, 1.0, 9.0), path(512, 1.5, 1.0)]},)
+    assert fastest_block(fast_compile, 1.0, steps=0) == 0, "a slower step never wins on its compile alone"
 
 
 def test_memory_decides_before_the_measured_rates():

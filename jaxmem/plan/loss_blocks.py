@@ -8,9 +8,9 @@ sizes), the slots sharing a device, the budget and the measured rates: the plann
 `cross_entropy.json` beside this file holds, per device kind (`throughput.device_key`), what
 benchmarks/bench_cross_entropy.py measured: for each case (a family at one shape, vmapped over slots as
 the engine runs it), the bytes of one run's dense logits and the compile and step seconds of each loss
-path. A program takes the cheapest path (one compile and the step budget's steps) of the measured case
-nearest in dense-logit bytes, among its own family's cases where there are any (as `throughput.rate` reads
-its table), a blocked one only where it costs at most 1 / MARGIN of dense (a tie within the noise of a
+path. A program takes, at the measured case nearest in dense-logit bytes (among its own family's cases
+where there are any, as `throughput.rate` reads its table), a blocked path only where its step is MARGIN
+times faster than dense's and one compile and the step budget cost no more (a tie within the noise of a
 measurement keeps the dense program); dense where the device was never measured.
 """
 
@@ -42,15 +42,20 @@ def measured_cases(device: str, family: str, measured: dict | None = None) -> tu
 
 
 def fastest_block(cases: tuple[dict, ...], dense_bytes: float, steps: int = 1) -> int:
-    """The loss path (0: dense, else the block) cheapest over one compile and `steps` steps at the measured
-    case nearest to `dense_bytes` of dense logits per run (in ratio), blocked only if MARGIN times cheaper
-    than dense; 0 where nothing was measured or the size is unknown."""
+    """The loss path (0: dense, else the block) at the measured case nearest to `dense_bytes` of dense logits
+    per run (in ratio): the blocked path cheapest over one compile and `steps` steps among those whose step
+    is MARGIN times faster than dense's and whose total costs no more; else dense (also where nothing was
+    measured or the size is unknown). The step decides first: compile times measured on a shared machine
+    vary more than MARGIN, and a program of zero steps still evaluates its loss."""
     if not cases or not (math.isfinite(dense_bytes) and dense_bytes > 0):
         return 0
     nearest = min(cases, key=lambda c: abs(math.log(c["dense_logits_bytes"] / dense_bytes)))
-    cost = {p["block"]: p["compile_seconds"] + steps * p["step_seconds"] for p in nearest["paths"]}
-    block = min(cost, key=cost.get)
-    return block if MARGIN * cost[block] <= cost.get(0, math.inf) else 0
+    paths = {p["block"]: p for p in nearest["paths"]}
+    if 0 not in paths:
+        return 0
+    cost = {b: p["compile_seconds"] + steps * p["step_seconds"] for b, p in paths.items()}
+    faster = [b for b, p in paths.items() if b and MARGIN * p["step_seconds"] <= paths[0]["step_seconds"]]
+    return min((b for b in faster if cost[b] <= cost[0]), key=cost.get, default=0)
 
 
 def choose_loss_block(
