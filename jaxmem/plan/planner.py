@@ -26,6 +26,7 @@ from jaxmem.plan import search as searching
 from jaxmem.plan import throughput
 from jaxmem.plan.costs import ACCELERATORS, DECISIONS_PER_BUDGET, SPECULATION
 from jaxmem.plan.layout import Knobs, Layout
+from jaxmem.plan.sweep_time import ProgramTime
 from jaxmem.plan.target import Target
 from jaxmem.spec.expr import evaluate
 from jaxmem.spec.sweep import SweepSpec
@@ -176,13 +177,19 @@ def programs_seconds(spec: SweepSpec, exp: Experiment, layout: Layout, target: T
     """(device seconds, compile seconds) of `buckets` ({bucket: (runs, a run's config)}): every run to the
     step budget, in waves of the bucket's slots, each program step at its family's measured (else stated)
     rate and at least the device's step floor; one compile per bucket."""
-    seconds, compile_s = 0.0, 0.0
+    times = program_times(exp, layout, target, buckets)
+    return sum(t.round_seconds(spec.train.steps) for t in times), sum(t.compile_seconds for t in times)
+
+
+def program_times(exp: Experiment, layout: Layout, target: Target, buckets: dict) -> list[ProgramTime]:
+    """Each bucket of `buckets` ({bucket: (runs, a run's config)}) as the planner times it: its slots,
+    a program step at its family's measured (else stated) rate and at least the device's step floor."""
+    times = []
     for bucket, (runs, config) in buckets.items():
         slots, flops = layout.slots_for(bucket, config), layout.padded_flops(bucket, config)
         rate = throughput.rate(target, exp.name, flops)
-        seconds += math.ceil(runs / slots) * spec.train.steps * rate.seconds(slots // target.count, flops)
-        compile_s += rate.compile_seconds
-    return seconds, compile_s
+        times.append(ProgramTime(runs, slots, rate.seconds(slots // target.count, flops), rate.compile_seconds))
+    return times
 
 
 def first_round(spec: SweepSpec, exp: Experiment, layout: Layout, point: dict) -> tuple[list, int]:
