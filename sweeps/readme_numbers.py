@@ -707,7 +707,10 @@ def targets_kind(block: Block, headlines: dict) -> str:
         verdict = verdict_cell(store, headline, target, judged)
         rows.append([target, claim, f"{run}: {size}", verdict, device_cell(store, headlines, target), why])
     family = block.path.parent.name
-    source = f"*Each row from its sweep's store; regenerate: `python sweeps/readme_numbers.py --family {family}`*"
+    source = (
+        f"*Each row from its sweep's store; regenerate: `python sweeps/readme_numbers.py --family {family}`. The "
+        f"device verdict is the row's sweep's `{DEVICE_PRESET}` preset, run by `{CAMPAIGN_COMMAND}`.*"
+    )
     return source + "\n\n" + table(TARGET_HEADERS, rows)
 
 
@@ -762,13 +765,19 @@ def claim_outcomes(headline) -> dict[tuple[str, str], str]:
     return shown
 
 
+def gpu_presets_note(sweep: str) -> str:
+    """The file that states each gpu preset's size and why (or why none): the family's own, else benchmarks/'s."""
+    own = spec_path(sweep).parent / "GPU_PRESETS.md"
+    return str((own if own.exists() else ROOT / "benchmarks" / "GPU_PRESETS.md").relative_to(ROOT))
+
+
 def no_device_text(sweep: str) -> str:
     """Why a sweep shows no device verdict: its gpu preset has not run, or it has none (decided on the CPU)."""
     from jaxmem.spec.sweep import read_toml
 
     if DEVICE_PRESET not in read_toml(spec_path(sweep)).get("presets", {}):
-        return f"{NO_DEVICE_RUN} (no `{DEVICE_PRESET}` preset: benchmarks/GPU_PRESETS.md)"
-    return f"{NO_DEVICE_RUN} yet (its `{DEVICE_PRESET}` preset runs in `{CAMPAIGN_COMMAND}`)"
+        return f"{NO_DEVICE_RUN} (no `{DEVICE_PRESET}` preset: {gpu_presets_note(sweep)} says why)"
+    return f"{NO_DEVICE_RUN} yet"
 
 
 def device_comparison(block: Block, headlines: dict) -> str:
@@ -776,7 +785,9 @@ def device_comparison(block: Block, headlines: dict) -> str:
     line saying so where the device has not run the sweep."""
     cpu, device = headlines[(block.sweep, block.preset)], headlines.get((block.sweep, DEVICE_PRESET))
     if device is None:
-        return f"Device: {no_device_text(block.sweep)}."
+        why = no_device_text(block.sweep)
+        run = f" (`{CAMPAIGN_COMMAND}` runs the `{DEVICE_PRESET}` presets)" if why.endswith("yet") else ""
+        return f"Device: {why}{run}."
     on_cpu, on_device = claim_outcomes(cpu), claim_outcomes(device)
     claims = list(dict.fromkeys([*on_cpu, *on_device]))
     rows = [[f"{s}: {c}", on_cpu.get((s, c), "not checked"), on_device.get((s, c), "not checked")] for s, c in claims]

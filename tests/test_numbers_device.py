@@ -53,12 +53,12 @@ def test_a_gallery_entry_shows_each_claim_on_the_cpu_and_on_the_named_device_wit
 def test_a_gallery_entry_without_a_device_run_says_so_and_why(rn, headlines):
     del headlines[("fig1_linear", "gpu")]
     assert rn.device_comparison(gallery_block(rn), headlines) == (
-        "Device: no device run yet (its `gpu` preset runs in "
-        "`PYTHONPATH=$PWD python benchmarks/device_campaign.py --out $OUT`)."
+        "Device: no device run yet (`PYTHONPATH=$PWD python benchmarks/device_campaign.py --out $OUT` runs the "
+        "`gpu` presets)."
     )
     headlines[("escape_times", "quick")] = headlines[("fig1_linear", "quick")]  # decided on the CPU: no gpu preset
     text = rn.device_comparison(gallery_block(rn, "escape_times"), headlines)
-    assert text == "Device: no device run (no `gpu` preset: benchmarks/GPU_PRESETS.md)."
+    assert text == "Device: no device run (no `gpu` preset: benchmarks/GPU_PRESETS.md says why)."
 
 
 def test_a_targets_row_shows_the_device_verdict_with_its_size_or_no_device_run(rn, headlines):
