@@ -227,6 +227,8 @@ def memory_lines(programs: list[Program], budget: float) -> list[str]:
     over = [p for p in programs if p.memory is None]
     peak = max(fitting, key=lambda p: p.memory, default=None)
     largest = f"{estimate.size_text(peak.memory)} (bucket {peak.bucket.id})" if peak else ""
+    if not programs:
+        return ["peak memory per device: none (no program in the first round)"]
     if not over:
         return [f"peak memory per device: {largest}, within the budget of {estimate.size_text(budget)}"]
     names = ", ".join(p.bucket.id for p in over[:6]) + (f" and {len(over) - 6} more" if len(over) > 6 else "")
