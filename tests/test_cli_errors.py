@@ -139,7 +139,7 @@ def test_list(capsys):
     code, out, _ = call(capsys, "list")
     assert code == 0
     assert re.search(r"^  assoc_memory: ", out, re.M)
-    assert re.search(r"^  nichani24/fig1_mlp  \[paper, quick\]  Fig 1", out, re.M)
+    assert re.search(r"^  nichani24/fig1_mlp  \[gpu, paper, quick\]  Fig 1", out, re.M)
     for field in ("model", "d", "m", "N", "M"):
         assert re.search(rf"^      {field} \[", out, re.M), field
 

@@ -112,7 +112,7 @@ def test_sweep_name_typo_is_suggested_and_list_shows_descriptions(capsys):
     code, _, err = call(capsys, "run", "fig1_linaer")
     assert code == 2 and "did you mean 'fig1_linear'?" in err
     code, out, _ = call(capsys, "list")
-    assert "nichani24/fig1_linear  [paper, quick]  Fig 1" in out
+    assert "nichani24/fig1_linear  [gpu, paper, quick]  Fig 1" in out
     assert "metrics (each run's evaluations; final_<name> in runs.csv): loss, accuracy, exact_accuracy" in out
 
 

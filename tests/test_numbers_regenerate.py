@@ -96,7 +96,7 @@ def test_blocks_are_rendered_from_their_store_or_say_how_to_make_it(tmp_path):
     stored = Headline(tmp_path, "e1_phase1_bias", "quick", "", (0, 1, 2), ("d",), sections, verdicts, "")
     headlines = {("e1_phase1_bias", "quick"): stored, ("e2_sample_complexity", "quick"): None}
     text = numbers.rewritten(readme, headlines, lambda block: True)
-    command = "`python sweeps/readme_numbers.py --run --sweeps e1_phase1_bias`"
+    command = "`python sweeps/readme_numbers.py --run --sweeps e1_phase1_bias --presets quick`"
     assert "stale" not in text and text.startswith("Prose 1.") and text.endswith("<!-- /numbers -->\nProse 2.\n")
     assert f"*`quick` preset, seeds 0–2; regenerate: {command}*" in text
     assert "| Fitted slope | Expected slope in [0.85, 1.15]: measured 0.9 (95 % CI [0.8, 1]): **INCONCLUSIVE**" in text
@@ -143,14 +143,17 @@ def test_a_targets_table_reads_each_row_from_its_own_store(tmp_path):
     text = numbers.rewritten(readme, headlines, lambda block: True)
     assert (
         "| Rx | y falls | `e1_phase1_bias` `quick`, seeds 0, 1: d = 8 | Rx: y against x: ρ ≤ −0.8: **FAIL** (ρ = 0.2)"
-        "<br>Trends: Rx: y (all runs): increasing: **PASS** | why x |" in text
+        "<br>Trends: Rx: y (all runs): increasing: **PASS** | no device run yet | why x |" in text
     )
     assert (
         "| Rz | y fits | `e1_phase1_bias` `quick`, seeds 0, 1: d = 8 | Fitted slope: Expected slope in [0.85, 1.15]: "
         "measured 0.9" in text
     )
-    assert "crosses 0.85)<br>judged by hand: not met | why z |" in text
-    assert "| Ry | y rises | `e2_sample_complexity` `quick` (not run here): d = 4 | not run here | why y |" in text
+    assert "crosses 0.85)<br>judged by hand: not met | no device run yet | why z |" in text
+    assert (
+        "| Ry | y rises | `e2_sample_complexity` `quick` (not run here): d = 4 | not run here | no device run yet | "
+        "why y |" in text
+    )
     assert "stale" not in text
     block = numbers.blocks_of(readme)[0]
     assert [(s.sweep, s.preset) for s in numbers.stores_of(block)] == [("e1_phase1_bias", "quick")] * 2 + [
@@ -186,14 +189,14 @@ def test_a_targets_row_checked_by_a_test_reads_no_store(tmp_path):
     checks."""
     text = storeless_targets_row(tmp_path, "Rt | mean = A* | tests/test_x.py::test_mean | 1000 draws | why t | met")
     cells = "| Rt | mean = A* | `tests/test_x.py::test_mean`: 1000 draws | met (a test of the suite checks it) |"
-    assert f"{cells} why t |" in text
+    assert f"{cells} no device run | why t |" in text
 
 
 def test_a_targets_row_not_built_reads_no_store(tmp_path):
     """A row whose third cell is `not built` (a target no sweep measures): no store is read or run; its verdict
     says it was not run."""
     text = storeless_targets_row(tmp_path, "Rn | deep nets | not built | 3 layers | why n")
-    assert "| Rn | deep nets | not built: 3 layers | not run here (not built) | why n |" in text
+    assert "| Rn | deep nets | not built: 3 layers | not run here (not built) | no device run | why n |" in text
 
 
 def test_a_targets_row_with_section_prefixes_on_a_report_without_verdicts(tmp_path):
@@ -201,11 +204,11 @@ def test_a_targets_row_with_section_prefixes_on_a_report_without_verdicts(tmp_pa
     judgement beside (no KeyError)."""
     numbers = script()
     readme = tmp_path / "README.md"
-    row = "Rs | y | s quick 'Test-time axes' | d = 8 | why s | met"
+    row = "Rs | y | e3_parity quick 'Test-time axes' | d = 8 | why s | met"
     readme.write_text(f"<!-- numbers: - - targets\n{row}\n-->\n<!-- /numbers -->\n")
-    stored = Headline(tmp_path, "s", "quick", "", (0,), (), {}, verdicts_of(tmp_path), "")
-    text = numbers.rewritten(readme, {("s", "quick"): stored}, lambda block: True)
-    assert f"| {numbers.NO_VERDICT}<br>judged by hand: met | why s |" in text
+    stored = Headline(tmp_path, "e3_parity", "quick", "", (0,), (), {}, verdicts_of(tmp_path), "")
+    text = numbers.rewritten(readme, {("e3_parity", "quick"): stored}, lambda block: True)
+    assert f"| {numbers.NO_VERDICT}<br>judged by hand: met | no device run yet | why s |" in text
 
 
 def test_a_final_block_with_stat_mean_gives_the_fraction_of_runs_of_a_yes_no_metric(tmp_path):

@@ -100,7 +100,8 @@ def test_check_on_a_fresh_clone_reads_the_export_and_tolerates_float_noise_only(
     text = readme.read_text()
     assert "Not run here" not in text and (readme.parent.parent.parent / "docs" / "gallery" / "tiny.png").exists()
     assert numbers.main(check) == 0
-    assert "4 blocks compared, 0 differ beyond the tolerance; 1 figures compared, 0 differ" in capsys.readouterr().out
+    compared = "4 blocks compared (0 of them 'not run here': presets that do not ship), 0 differ beyond the tolerance"
+    assert f"{compared}; 1 figures compared, 0 differ" in capsys.readouterr().out
     noisy = numbers.NUMBER.sub(lambda m: noise(m.group(0)), text)
     assert noisy != text
     readme.write_text(noisy)
@@ -154,7 +155,7 @@ def test_blocks_without_shipped_data_are_reported_apart_with_exit_3(clone, capsy
     readme.write_text(readme.read_text() + "<!-- numbers: other quick verdicts -->\nquoted\n<!-- /numbers -->\n")
     assert numbers.main(check) == 3
     out = capsys.readouterr().out
-    assert "4 blocks compared, 0 differ" in out
+    assert "4 blocks compared (0 of them 'not run here': presets that do not ship), 0 differ" in out
     assert "no shipped data yet for 1 blocks" in out
     assert "python sweeps/readme_numbers.py --run --ship --presets quick --sweeps other" in out
     assert numbers.main(check[1:]) == 0  # written: the block says so, with its command

@@ -167,7 +167,7 @@ def test_debug_shows_every_frame(user_module, capsys, traceback_filtering):
     assert run(spec, "--debug") == 2
     err = capsys.readouterr().err
     assert "jaxmem: error:" not in err and "RuntimeError: no teacher" in err
-    assert "jaxmem/engine/program.py" in err and "jax/_src/" in err  # jaxmem's and JAX's frames
+    assert "jaxmem/engine/" in err and "jax/_src/" in err  # jaxmem's and JAX's frames
 
 
 def test_an_error_raised_in_jaxmem_keeps_its_traceback(user_module):
