@@ -30,7 +30,19 @@ def one(config, pad):
     "config",
     [
         pytest.param(SMALL, marks=pytest.mark.slow),  # the default embeddings: also in the scaling test below
-        {**SMALL, "noise": 7, "distinct_answers": True, "embeddings": "sphere", "S": 3},
+        # sphere embeddings (a norm over a padded axis), noise, distinct answers (S <= D) and the square
+        # scaling's sizes from `size` (S = 5, R = 2): one pair of compiles for all four
+        {
+            **SMALL,
+            "noise": 7,
+            "distinct_answers": True,
+            "embeddings": "sphere",
+            "S": 0,
+            "R": 0,
+            "scaling": "square",
+            "size": 5,
+            "D": 5,
+        },
     ],
 )
 def test_padded_run_equals_unpadded_run(config):
@@ -157,6 +169,7 @@ def test_sizes_set_by_scaling_climb_the_searched_variables_ladder():
     assert shape["S"] == 105 and shape["R"] == 105 and shape["D"] == 4
 
 
+@pytest.mark.slow  # the scaling's padding is in test_padded_run_equals_unpadded_run's sphere case
 def test_padded_run_with_scaling_equals_unpadded_run():
     config = {**SMALL, "S": 0, "R": 0, "scaling": "square", "size": 7}
     small = run_program([config], EXACT, 2, 12, [1e-2], stop=2.0, exp=EXP, eval_every=4)
