@@ -87,7 +87,7 @@ def test_random_dictionary_stays_in_blocks_and_sets_follow_it():
     [
         ("linear_attention", "structured", "constant"),
         pytest.param("softmax_head", "random", "balanced", marks=pytest.mark.slow),  # ~9 s
-        ("population", "random", "balanced"),
+        pytest.param("population", "random", "balanced", marks=pytest.mark.slow),  # ~10 s; the model also below
     ],
 )
 def test_padded_run_equals_unpadded_run(model, dictionary, scheme):
