@@ -94,16 +94,22 @@ def test_memory_decides_before_the_measured_rates():
     assert choose_loss_block(exp, config, dense / 4, 1, CASES[:2], steps=100) == 1024  # the widest that fits
 
 
-def test_the_layout_reads_the_device_kinds_rates(monkeypatch):
+def test_an_accelerators_layout_reads_its_device_kinds_rates_and_a_cpus_keeps_dense(monkeypatch):
+    """A measured speed table chooses the loss path on an accelerator only: on a CPU it would change the
+    numbers of the shipped quick results (fig1_mlp quick: two capacities moved, 286 to 278 and 282)."""
     from helpers import ROOT
     from jaxmem.plan.layout import Knobs, Layout
     from jaxmem.spec.sweep import load
 
     spec = load(ROOT / "tests" / "specs" / "tiny_linear.toml")
     exp = assoc_memory.EXPERIMENT
-    blocked = {"cpu (2 cores)": {"cases": [{**CASES[1], "dense_logits_bytes": 1.0}]}}  # blocked everywhere
-    monkeypatch.setattr(loss_blocks, "table", lambda: blocked)
-    layouts = {d: Layout(spec, exp, Knobs.of_spec(spec), "cpu", 1, 1e12, device=d) for d in ("cpu (2 cores)", "")}
-    point = spec.points[0]
-    assert layouts["cpu (2 cores)"].padded_bucket(point).shape_dict["loss_block"] == 128
-    assert layouts[""].padded_bucket(point).shape_dict["loss_block"] == 0
+    blocked = {kind: {"cases": [{**CASES[1], "dense_logits_bytes": 1.0}]} for kind in ("h200", "cpu (2 cores)")}
+    monkeypatch.setattr(loss_blocks, "table", lambda: blocked)  # blocked everywhere it was measured
+
+    def block(platform: str, device: str) -> int:
+        layout = Layout(spec, exp, Knobs.of_spec(spec), platform, 1, 1e12, device=device)
+        return layout.padded_bucket(spec.points[0]).shape_dict["loss_block"]
+
+    assert block("gpu", "h200") == 128
+    assert block("gpu", "") == 0  # a device kind never measured
+    assert block("cpu", "cpu (2 cores)") == 0

@@ -6,7 +6,7 @@ keeps a running max and a running sum of exponentials per row (an online log-sum
 pass (`jax.custom_vjp`) recomputes each block's logits from the log-sum-exp it saved and accumulates the
 gradients, so no pass holds more than N × B logits (DESIGN: "What the accelerator says"): with B small
 enough, the logits stay in cache and never reach memory. The planner takes it where dense logits would not
-fit, or where it was measured faster on the device kind (jaxmem/plan/loss_blocks.py,
+fit, or where it was measured faster on an accelerator's device kind (jaxmem/plan/loss_blocks.py,
 benchmarks/bench_cross_entropy.py).
 
 Blocks of classes, not of rows: the memory bound N·B then does not grow with the vocabulary, which is

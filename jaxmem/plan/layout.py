@@ -59,8 +59,10 @@ LOSS_SHARE = 0.25  # one run's loss temporaries may take this share of a device'
 class Layout:
     """Buckets and slots of a sweep's runs on `devices` devices of `platform` under `knobs`, with
     `budget_bytes` of memory per device (where an experiment states its loss temporaries, a run whose
-    dense logits would take more than LOSS_SHARE of it gets the blocked loss; else the loss path measured
-    fastest on `device`, a `throughput.device_key`: plan.loss_blocks)."""
+    dense logits would take more than LOSS_SHARE of it gets the blocked loss; else, on an accelerator, the
+    loss path measured fastest on `device`, a `throughput.device_key`: plan.loss_blocks; a CPU keeps dense,
+    as it keeps the spec's other settings: a measured speed table must not change a CPU's numbers, which
+    the shipped quick results are)."""
 
     def __init__(
         self,
@@ -74,7 +76,7 @@ class Layout:
     ):
         self.spec, self.exp, self.knobs, self.platform, self.devices = spec, exp, knobs, platform, devices
         self.loss_budget = LOSS_SHARE * budget_bytes
-        self.loss_rates = measured_cases(device, exp.name)
+        self.loss_rates = measured_cases(device, exp.name) if platform in ACCELERATORS else ()
         self.search = dataclasses.replace(spec.search, probes=knobs.probes) if spec.search else None
         variable = (spec.search.variable,) if spec.search else ()
         self.pad = padder(knobs.pad_ratio, knobs.search_pad_ratio, variable)

@@ -1,6 +1,7 @@
 """The `loss_block` of a program: the blocked cross-entropy (jaxmem/experiments/blocked_softmax.py) where
 dense logits would not fit the memory budget (the widest block of classes that fits), else the loss path
-measured fastest on the device kind (dense, or a block of classes that keeps the logits in cache).
+measured fastest on an accelerator's device kind (dense, or a block of classes that keeps the logits in cache;
+a CPU keeps dense: jaxmem.plan.layout).
 
 A pure function of the experiment's stated temporaries (`Costs.temp_bytes`), the config (its padded
 sizes), the slots sharing a device, the budget and the measured rates: the planner's decision.
