@@ -166,6 +166,7 @@ def test_four_virtual_devices_give_the_same_results_as_one(tmp_path, uninterrupt
     assert (runs["max_metric"] - expected_runs["max_metric"]).abs().max() <= 0.05
 
 
+@pytest.mark.slow  # two real processes; exit 3 and the message: test_cli_errors.test_locked_output_folder_exits_3
 def test_second_run_on_a_folder_in_use_is_refused(tmp_path):
     out = tmp_path / "busy"
     # a budget of minutes, so the first run still holds the folder when the second starts (killed below)
