@@ -124,6 +124,7 @@ class Layout:
 
     def _choose(self, config: dict) -> tuple[Bucket, str]:
         padded = self.padded_bucket(config)
+        one_per_device = False  # one run per device, padded or not, and padding costs less than a compile
         if self.platform in ACCELERATORS and self.slots_for(padded, config) == self.devices:
             alone = self.exact_bucket(config)
             if self.slots_for(alone, config) == self.devices:
@@ -132,12 +133,13 @@ class Layout:
                         alone,
                         "unpadded: one run per device padded or not, and padding would cost more than a compile",
                     )
-                if self.search is None or self.live_runs(padded) > 1:
-                    return padded, (
-                        "padded: one run per device either way, but padding costs less than a compile of its own "
-                        "(extra FLOPs over the step budget against a compile's)"
-                    )
+                one_per_device = True
         if self.search is None or self.live_runs(padded) > 1:
+            if one_per_device:
+                return padded, (
+                    "padded: one run per device either way, but padding costs less than a compile of its own "
+                    "(extra FLOPs over the step budget against a compile's)"
+                )
             return padded, f"padded: shares its program with up to {self.live_runs(padded)} live runs"
         exact = self.padded_bucket(config, exact_variable=True)
         if self._padding_pays(padded, exact, config):
