@@ -29,6 +29,7 @@ from jaxmem.engine.program import (
     at_precision,
     dyn_arrays,
     final_eval_points,
+    initial_model,
     make_final_eval,
     make_segment,
     matmul_precision,
@@ -86,8 +87,7 @@ def model_state(exp: Experiment, bucket: Bucket, settings: Settings, template: R
     flow = settings.integrator == "gradient_flow"
 
     def init(seed, dyn):
-        params, problem = exp.init(run_key(seed, seed), bucket.shape_dict, dyn)
-        return params, problem, () if flow else exp.optimizer(dyn).init(params)
+        return initial_model(exp, bucket.shape_dict, dyn, run_key(seed, seed), flow)
 
     return jax.eval_shape(init, np.int32(template.seed), dyn)
 

@@ -125,6 +125,13 @@ def at_precision(fn, settings: Settings, platform: str):
     return emulated(fn, settings.matmul_precision) if emulates(settings.matmul_precision, platform) else fn
 
 
+def initial_model(exp: Experiment, shape: dict, dyn: dict, key: jax.Array, flow: bool):
+    """A run's parameters, problem and optimizer state at step 0 (gradient flow: its solver's step count)."""
+    params, problem = exp.init(key, shape, dyn)
+    opt_state = {"solver_steps": jnp.array(0, jnp.int32)} if flow else exp.optimizer(dyn).init(params)
+    return params, problem, opt_state
+
+
 def tree_where(mask: jax.Array, new, old):
     """Select `new` where the leading-axis `mask` is true, else `old`, leaf by leaf."""
 
@@ -251,8 +258,7 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
 
     def init_one(seed, problem_index, dyn) -> RunState:
         key = run_key(seed, problem_index)
-        params, problem = exp.init(key, shape, dyn)
-        opt_state = {"solver_steps": jnp.array(0, jnp.int32)} if flow else exp.optimizer(dyn).init(params)
+        params, problem, opt_state = initial_model(exp, shape, dyn, key, flow)
         untrained = evaluated(exp, params, problem, shape, dyn)
         metrics = with_effort(untrained, opt_state)
         fresh = RunState(
