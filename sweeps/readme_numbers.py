@@ -771,11 +771,16 @@ def gpu_presets_note(sweep: str) -> str:
     return str((own if own.exists() else ROOT / "benchmarks" / "GPU_PRESETS.md").relative_to(ROOT))
 
 
-def no_device_text(sweep: str) -> str:
-    """Why a sweep shows no device verdict: its gpu preset has not run, or it has none (decided on the CPU)."""
+def has_device_preset(sweep: str) -> bool:
+    """Whether the sweep's spec has a `gpu` preset."""
     from jaxmem.spec.sweep import read_toml
 
-    if DEVICE_PRESET not in read_toml(spec_path(sweep)).get("presets", {}):
+    return DEVICE_PRESET in read_toml(spec_path(sweep)).get("presets", {})
+
+
+def no_device_text(sweep: str) -> str:
+    """Why a sweep shows no device verdict: its gpu preset has not run, or it has none (decided on the CPU)."""
+    if not has_device_preset(sweep):
         return f"{NO_DEVICE_RUN} (no `{DEVICE_PRESET}` preset: {gpu_presets_note(sweep)} says why)"
     return f"{NO_DEVICE_RUN} yet"
 
@@ -785,9 +790,8 @@ def device_comparison(block: Block, headlines: dict) -> str:
     line saying so where the device has not run the sweep."""
     cpu, device = headlines[(block.sweep, block.preset)], headlines.get((block.sweep, DEVICE_PRESET))
     if device is None:
-        why = no_device_text(block.sweep)
-        run = f" (`{CAMPAIGN_COMMAND}` runs the `{DEVICE_PRESET}` presets)" if why.endswith("yet") else ""
-        return f"Device: {why}{run}."
+        run = f" (`{CAMPAIGN_COMMAND}` runs the `{DEVICE_PRESET}` presets)" if has_device_preset(block.sweep) else ""
+        return f"Device: {no_device_text(block.sweep)}{run}."
     on_cpu, on_device = claim_outcomes(cpu), claim_outcomes(device)
     claims = list(dict.fromkeys([*on_cpu, *on_device]))
     rows = [[f"{s}: {c}", on_cpu.get((s, c), "not checked"), on_device.get((s, c), "not checked")] for s, c in claims]
