@@ -752,17 +752,13 @@ def span_of(values: list) -> str:
 
 
 def claim_outcomes(headline) -> dict[tuple[str, str], str]:
-    """{(section, claim): "**OUTCOME** (measured)"} of every verdict of verdicts.json that is no diagnostic."""
+    """{(section, claim): "**OUTCOME** (measured)"} of the headline's verdicts (verdicts.json's, no diagnostic)."""
     from jaxmem.report.text import number
 
-    path = headline.folder / "verdicts.json"
-    entries = json.loads(path.read_text())["verdicts"] if path.exists() else []
-    shown = {}
-    for e in entries:
-        if not e.get("diagnostic"):
-            measured = f" ({number(e['measured'])})" if e.get("measured") is not None else ""
-            shown[(e["section"], e["claim"])] = f"**{e['outcome']}**{measured}"
-    return shown
+    return {
+        (v.section, v.claim): f"**{v.outcomes}**" + (f" ({number(v.measured)})" if v.measured is not None else "")
+        for v in headline.verdicts.itertuples()
+    }
 
 
 def gpu_presets_note(sweep: str) -> str:

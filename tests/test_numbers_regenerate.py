@@ -73,15 +73,31 @@ def test_every_verdict_is_read_from_verdicts_json_with_its_section_diagnostics_l
             "check": "Expected slope in [0.85, 1.15]: measured 0.9 (95 % CI [0.8, 1]): **INCONCLUSIVE** "
             "(slope CI [0.8, 1] crosses 0.85)",
             "outcomes": "INCONCLUSIVE",
+            "claim": "Expected slope in [0.85, 1.15]",
+            "measured": 0.9,
         },
-        {"section": "Relations / y against x", "check": "ρ ≥ 0.8: measured 0.95: **PASS**", "outcomes": "PASS"},
+        {
+            "section": "Relations / y against x",
+            "check": "ρ ≥ 0.8: measured 0.95: **PASS**",
+            "outcomes": "PASS",
+            "claim": "ρ ≥ 0.8",
+            "measured": 0.95,
+        },
         {
             "section": "Heatmap / Floor",
             "check": "cells below the floor fail: **not testable here** (one x)",
             "outcomes": "not testable here",
+            "claim": "cells below the floor fail",
+            "measured": None,
         },
     ]
     assert verdicts_of(tmp_path / "none").empty  # a report without verdicts.json states none
+    stored = Headline(tmp_path, "e1_phase1_bias", "quick", "", (0,), ("d",), {}, found, "")
+    assert script().claim_outcomes(stored) == {  # the device comparison's cells, from the same frame
+        ("Fitted slope", "Expected slope in [0.85, 1.15]"): "**INCONCLUSIVE** (0.9)",
+        ("Relations / y against x", "ρ ≥ 0.8"): "**PASS** (0.95)",
+        ("Heatmap / Floor", "cells below the floor fail"): "**not testable here**",
+    }
 
 
 def test_blocks_are_rendered_from_their_store_or_say_how_to_make_it(tmp_path):

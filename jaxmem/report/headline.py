@@ -76,15 +76,21 @@ def check_text(entry: dict) -> str:
 
 def verdicts_of(folder: Path) -> pd.DataFrame:
     """One row per verdict of verdicts.json that is no diagnostic: section (report.md's heading path), check
-    (check_text) and outcome."""
+    (check_text), outcome, and the entry's claim and measured value (None where it states none)."""
     path = folder / "verdicts.json"
     entries = json.loads(path.read_text())["verdicts"] if path.exists() else []
     rows = [
-        {"section": e["section"], "check": check_text(e), "outcomes": e["outcome"]}
+        {
+            "section": e["section"],
+            "check": check_text(e),
+            "outcomes": e["outcome"],
+            "claim": e["claim"],
+            "measured": e.get("measured"),
+        }
         for e in entries
         if not e.get("diagnostic")
     ]
-    return pd.DataFrame(rows, columns=["section", "check", "outcomes"])
+    return pd.DataFrame(rows, columns=["section", "check", "outcomes", "claim", "measured"], dtype=object)
 
 
 def headline(folder: str | Path) -> Headline:
