@@ -7,6 +7,7 @@ import pytest
 
 import jaxmem
 from helpers import ROOT, jaxmem_cli
+from jaxmem.cli.status import status
 from jaxmem.engine.compile_cache import cache_dir
 
 HEBBIAN = ROOT / "tests" / "specs" / "tiny_hebbian.toml"  # eval-only: its two compiles dominate its time
@@ -51,6 +52,9 @@ def test_a_repeated_sweep_loads_its_programs_from_the_cache(tmp_path):
     assert entries(cache) == cold, "the second run compiled something again"
     assert compile_seconds(tmp_path / "warm") < compile_seconds(tmp_path / "cold")
     pd.testing.assert_frame_equal(results(tmp_path / "warm"), results(tmp_path / "cold"))
+    compiles = len(jaxmem.load_results(tmp_path / "warm", "compiles"))
+    assert f"0 loaded from the persistent compile cache ({cache})" in status(tmp_path / "cold")
+    assert f"{compiles} loaded from the persistent compile cache ({cache})" in status(tmp_path / "warm")
 
 
 @pytest.mark.parametrize("how", ["flag", pytest.param("env", marks=pytest.mark.slow)])  # env: the same switch
@@ -61,3 +65,4 @@ def test_the_cache_can_be_switched_off(tmp_path, how):
     else:
         run(tmp_path / "out", cache, JAXMEM_COMPILE_CACHE="0")
     assert not entries(cache)
+    assert "persistent compile cache off" in status(tmp_path / "out")

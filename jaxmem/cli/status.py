@@ -17,7 +17,7 @@ from jaxmem.experiments import code_identity
 from jaxmem.persistence.lock import UNUSABLE, lock_path, lock_state, read_lease
 from jaxmem.persistence.progress import Found, finished, inflight, stored_progress
 from jaxmem.persistence.shards import shard_dirs
-from jaxmem.persistence.store import FILENAME, Store, elapsed, full, no_space
+from jaxmem.persistence.store import COMPILE_CACHE, FILENAME, Store, elapsed, full, no_space
 from jaxmem.persistence.timeline import budget_of, summary
 
 CODE_CHANGED_ADVICE = "`jaxmem run` refuses to resume it: run into a new --out, or rerun with --restart"
@@ -80,6 +80,17 @@ def stored(out: Path) -> tuple[dict, dict, set[str], pd.DataFrame, pd.DataFrame,
     return metas[0], runs, searches, compiles, pd.concat(timelines).drop_duplicates(), max(writes) or None
 
 
+def cache_text(meta: dict[str, str]) -> str:
+    """How many compiles the persistent compilation cache served, and where it is (or that it was off), as the
+    latest run recorded it; "" for a store older than that record."""
+    if COMPILE_CACHE not in meta:
+        return ""
+    cache = json.loads(meta[COMPILE_CACHE])
+    if cache["dir"] is None:
+        return "; persistent compile cache off"
+    return f"; {cache['loaded']} loaded from the persistent compile cache ({cache['dir']})"
+
+
 def status(out: Path) -> str:
     """Progress of the sweep in `out`, read without writing anything (the folder may be read-only, its disk
     full: then a warning says so)."""
@@ -95,7 +106,7 @@ def status(out: Path) -> str:
     lines = [
         f"sweep {name} [{preset or 'base'}] in {out}: {state(lock, found, done)}",
         f"{found.done()} ({successes} runs successful, {diverged} diverged)",
-        f"compiles: {len(compiles)} ({compiles['seconds'].sum() if len(compiles) else 0:.1f} s); "
+        f"compiles: {len(compiles)} ({compiles['seconds'].sum() if len(compiles) else 0:.1f} s{cache_text(meta)}); "
         f"elapsed: {elapsed(meta, end):.1f} s; last result: {iso(last_write)}",
     ]
     if logical := summary(timeline, compiles, budget_of(meta)):

@@ -53,6 +53,7 @@ class Programs:
         # in order, with the runs handed to them meanwhile (the first is the program's template)
         self.compiling: tuple | None = None  # (future, compile rows) of the compile running now
         self.engine_bytes: dict[tuple, int] = {}  # a run state's bytes besides `model_state`, by static structure
+        self.loaded = 0  # compiles served by the persistent compilation cache
 
     def check_signal(self, compiling: bool = False) -> None:
         self.stopper.check(list(self.runners.values()), compiling)
@@ -176,6 +177,7 @@ class Programs:
                 reason, slots = f"out of memory compiling it ({first_line(err)})", slots // 2
             else:
                 record(bucket.id, bucket.shape_dict, slots, program.seconds, time.time())
+                self.loaded += program.loaded
                 if program.peak_bytes <= self.budget_bytes:
                     return program
                 if slots <= n:

@@ -34,14 +34,14 @@ from jaxmem.driver.rows import Rows
 from jaxmem.driver.searches import Searches, Unit
 from jaxmem.driver.settings import settings_of
 from jaxmem.driver.signals import EXIT_INTERRUPTED, EXIT_TERMINATED, Interrupted, Stopper, save_runners
-from jaxmem.engine import device_memory
+from jaxmem.engine import compile_cache, device_memory
 from jaxmem.engine.executor import BucketRunner
 from jaxmem.engine.program import final_eval_points
 from jaxmem.experiments.registry import get as get_experiment
 from jaxmem.persistence.lock import OutputLock
 from jaxmem.persistence.progress import Found, inflight
 from jaxmem.persistence.shards import merge_shards
-from jaxmem.persistence.store import Store
+from jaxmem.persistence.store import COMPILE_CACHE, Store
 from jaxmem.plan import planner
 from jaxmem.plan.buckets import Bucket
 from jaxmem.plan.layout import Knobs, Layout
@@ -430,6 +430,7 @@ def execute(
         progress.note(found)
     started = time.time()
     previous = float(store.meta().get("elapsed_s", 0.0))
+    loaded_before = json.loads(store.meta().get(COMPILE_CACHE, "{}")).get("loaded", 0)
     handlers = {s: signal.signal(s, sweep.stopper.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         with progress, precision(spec.train.precision):
@@ -441,5 +442,8 @@ def execute(
             {
                 "elapsed_s": str(previous + time.time() - started),
                 "device": f"{sweep.devices[0].platform} x{len(sweep.devices)} ({sweep.devices[0].device_kind})",
+                COMPILE_CACHE: json.dumps(
+                    {"dir": compile_cache.directory(), "loaded": loaded_before + sweep.programs.loaded}
+                ),
             }
         )

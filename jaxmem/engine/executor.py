@@ -19,7 +19,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from jaxmem.persistence.checkpoints import SlotCheckpoints
 from jaxmem.experiments.interface import Experiment
 from jaxmem.persistence.local_checkpoints import LocalSlotCheckpoints
-from jaxmem.engine import running_clock
+from jaxmem.engine import compile_cache, running_clock
 from jaxmem.engine.device_memory import peak_bytes
 from jaxmem.plan.runs import Run, run_key
 from jaxmem.plan.buckets import Bucket, traced_values
@@ -65,6 +65,7 @@ class Program:
     peak_bytes: int  # per device, from XLA's memory analysis
     final_eval: Callable | None = None  # (state, dyn, points) -> {metric: (slots, P)}; with test-time axes
     points: dict | None = None  # field -> (P,) values of the test-time axes' product, as the program reads them
+    loaded: bool = False  # the segment program came from the persistent compilation cache
 
 
 def template_dyn(exp: Experiment, settings: Settings, slots: int, template: Run) -> dict[str, np.ndarray]:
@@ -129,8 +130,10 @@ def compile_program(exp: Experiment, bucket: Bucket, settings: Settings, slots: 
     segment, _ = make_segment(exp, bucket.shape_dict, settings, axis="runs")
     program = sharded_segment(segment, mesh, "runs", settings)
     platform = mesh.devices.flat[0].platform
+    loads = compile_cache.loads()
     with matmul_precision(settings, platform):
         compiled = jax.jit(at_precision(program, settings, platform), donate_argnums=0).lower(state, *args).compile()
+    loaded = compile_cache.loads() > loads
     final, points = None, None
     if settings.final_eval:
         rows = final_eval_points(settings.final_eval)
@@ -139,7 +142,7 @@ def compile_program(exp: Experiment, bucket: Bucket, settings: Settings, slots: 
             final_eval = at_precision(make_final_eval(exp, bucket.shape_dict), settings, platform)
             final = jax.jit(final_eval).lower(state, args[0], points).compile()
     seconds = running_clock.running() - start
-    return Program(compiled, state, mesh, slots, seconds, peak_bytes(compiled), final, points)
+    return Program(compiled, state, mesh, slots, seconds, peak_bytes(compiled), final, points, loaded)
 
 
 class BucketRunner:

@@ -133,6 +133,8 @@ ORDER = {  # the canonical order of each table's rows in every read (a total ord
 }
 COUNTS = "counts"  # per table of CHECKED: the rows ever written to it (name, rows, checksum)
 SESSION = "session"  # meta key: {"started_at", "elapsed_s"} of the latest `jaxmem run`, written as it starts
+COMPILE_CACHE = "compile_cache"  # meta key: {"dir": the persistent compilation cache of the latest `jaxmem run`
+# (null: off), "loaded": the compiles it served, summed over every run into the folder}
 _ACCESS_ERRORS = ("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM", "SQLITE_AUTH")  # not damage
 _DISK_ERRORS = ("SQLITE_FULL", "SQLITE_IOERR")  # the disk failed, not the file: never damage
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
