@@ -5,6 +5,7 @@ a resumed sweep, the dry-run and the planner's estimates all see the same progra
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 from typing import Callable
@@ -90,7 +91,7 @@ class Layout:
         }
         for name, floor in self.eval_floors.items():
             self.size_floors[name] = max(self.size_floors.get(name, 0), floor)
-        self._live: dict[str, int] = {}
+        self._shared: dict[int | None, collections.Counter] = {}  # _sharing, by value
         self._chosen: dict[tuple, tuple[Bucket, str]] = {}  # choice, by config: the layout is a pure function
         self._padded: dict[tuple, Bucket] = {}  # padded_bucket, likewise
 
@@ -189,16 +190,23 @@ class Layout:
         the searched variable fall in it, times `runs_per_round`. A function of the bucket and the
         spec only (not of timing, of what already ran or of how many processes share the sweep), so a
         resumed sweep chooses the same programs."""
-        if bucket.id not in self._live:
-            variable = self.search.variable if self.search else None
-            value = bucket.shape_dict.get(variable) if variable else None
-            sharing = sum(
-                self.padded_bucket({**p, variable: value} if value is not None else p) == bucket
-                or (value is not None and self.padded_bucket({**p, variable: value}, True) == bucket)
-                for p in self.spec.points
-            )
-            self._live[bucket.id] = max(sharing * len(self.spec.seeds), 1) * self.runs_per_round()
-        return self._live[bucket.id]
+        variable = self.search.variable if self.search else None
+        value = bucket.shape_dict.get(variable) if variable else None
+        sharing = self._sharing(variable, value).get(bucket, 0)
+        return max(sharing * len(self.spec.seeds), 1) * self.runs_per_round()
+
+    def _sharing(self, variable: str | None, value: int | None) -> collections.Counter:
+        """How many points have their run at `value` of the searched variable in each bucket (padded, or
+        the variable unpadded), memoised by value: every bucket at that value asks."""
+        if value not in self._shared:
+            counts: collections.Counter = collections.Counter()
+            for p in self.spec.points:
+                config = {**p, variable: value} if value is not None else p
+                padded = self.padded_bucket(config)
+                exact = self.padded_bucket(config, True) if value is not None else padded
+                counts.update({padded, exact})
+            self._shared[value] = counts
+        return self._shared[value]
 
     def padded_flops(self, bucket: Bucket, config: dict) -> float:
         """FLOPs per step of one run of `config` in `bucket` (its padded sizes: what the program computes)."""

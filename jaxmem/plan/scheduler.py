@@ -56,7 +56,12 @@ def known_by(outcomes: Mapping[int, Outcome], now: int) -> dict[int, bool]:
 
 def state(spec: SearchSpec, first: Bracket, outcomes: Mapping[int, Outcome], now: int, depth: int) -> SearchState:
     """The search from its first bracket, at logical step `now`, speculating `depth` rounds ahead."""
-    known = known_by(outcomes, now)
+    return state_of(spec, first, known_by(outcomes, now), depth)
+
+
+def state_of(spec: SearchSpec, first: Bracket, known: Mapping[int, bool], depth: int) -> SearchState:
+    """The search from its first bracket with the outcomes `known` (value -> success), speculating
+    `depth` rounds ahead: a function of those outcomes only."""
     b = first
     while not b.done:
         decided, pending = searching.deciding(spec, b, known.get)

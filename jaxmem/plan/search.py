@@ -72,8 +72,8 @@ def seeded(lo: int, hi: int, prediction: float, margin: float) -> tuple[int, int
     return (low, high) if (low, high) != (lo, hi) and low < high else None
 
 
-def converged(spec: SearchSpec, b: Bracket) -> bool:
-    return b.hi - b.lo <= 1 or b.hi / b.lo <= 1 + spec.resolution
+def converged(spec: SearchSpec, lo: int, hi: int) -> bool:
+    return hi - lo <= 1 or hi / lo <= 1 + spec.resolution
 
 
 def interior(spec: SearchSpec, lo: int, hi: int) -> list[int]:
@@ -102,27 +102,25 @@ def update(spec: SearchSpec, b: Bracket, outcome: dict[int, bool]) -> Bracket:
     """Advance the bracket with this round's outcomes (value -> success)."""
     values = sorted(outcome)
     above_a_failure = any(outcome[v] for i, v in enumerate(values) if not all(outcome[u] for u in values[:i]))
-    b = dataclasses.replace(
-        b, rounds=b.rounds + 1, probes=b.probes + len(outcome), non_monotone=b.non_monotone or above_a_failure
-    )
+    counted = dict(rounds=b.rounds + 1, probes=b.probes + len(outcome), non_monotone=b.non_monotone or above_a_failure)
     if not b.lo_ok and not outcome[b.lo]:
         if b.floor is not None and b.lo > b.floor:  # a seeded bracket: halve toward the spec's bound
             lower = max(b.floor, b.lo // 2)
-            return _settle(spec, dataclasses.replace(b, lo=lower, hi=b.lo, lo_ok=False, hi_bad=True))
-        return dataclasses.replace(b, censored="below", done=True)
+            return _settle(spec, b, **counted, lo=lower, hi=b.lo, lo_ok=False, hi_bad=True)
+        return dataclasses.replace(b, **counted, censored="below", done=True)
     if not b.hi_bad and outcome[b.hi]:
         free = b.free_up_to is not None and b.hi < b.free_up_to  # still inside the spec's bounds
         if not free and (b.expansions >= spec.max_expand or (b.ceiling is not None and 2 * b.hi > b.ceiling)):
-            return dataclasses.replace(b, lo_ok=True, censored="above", done=True)
+            return dataclasses.replace(b, **counted, lo_ok=True, censored="above", done=True)
         hi, expansions = (min(2 * b.hi, b.free_up_to), b.expansions) if free else (2 * b.hi, b.expansions + 1)
-        return _settle(spec, dataclasses.replace(b, lo=b.hi, hi=hi, lo_ok=True, hi_bad=False, expansions=expansions))
+        return _settle(spec, b, **counted, lo=b.hi, hi=hi, lo_ok=True, hi_bad=False, expansions=expansions)
     lo, hi = b.lo, b.hi
     tested = sorted(v for v in outcome if b.lo < v < b.hi)
     first_fail = next((v for v in tested if not outcome[v]), None)
     if first_fail is not None:
         hi = first_fail
     lo = max([lo] + [v for v in tested if v < hi and outcome[v]])
-    return _settle(spec, dataclasses.replace(b, lo=lo, hi=hi, lo_ok=True, hi_bad=True))
+    return _settle(spec, b, **counted, lo=lo, hi=hi, lo_ok=True, hi_bad=True)
 
 
 def deciding(
@@ -145,8 +143,11 @@ def deciding(
     return known, lower_end + [v for v in inside if v < first_failure and v not in known] + upper_end
 
 
-def _settle(spec: SearchSpec, b: Bracket) -> Bracket:
-    return dataclasses.replace(b, done=b.lo_ok and b.hi_bad and converged(spec, b))
+def _settle(spec: SearchSpec, b: Bracket, **changes) -> Bracket:
+    """`b` with `changes`, done once both its ends are verified and they have converged (one replace:
+    a search's replays update brackets by the tens of thousands)."""
+    lo, hi, lo_ok, hi_bad = (changes.get(name, getattr(b, name)) for name in ("lo", "hi", "lo_ok", "hi_bad"))
+    return dataclasses.replace(b, **changes, done=lo_ok and hi_bad and converged(spec, lo, hi))
 
 
 def replay(spec: SearchSpec, b: Bracket, outcome_of: Callable[[int], bool | None]) -> tuple[Bracket, list[int]]:

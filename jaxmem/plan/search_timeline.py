@@ -39,15 +39,30 @@ class Timeline:
 
 def speculative(spec: SearchSpec, first: Mapping[Hashable, Bracket], depth: int) -> Policy:
     """The scheduler without a round barrier (jaxmem.plan.scheduler), `depth` rounds of speculation."""
-    return lambda key, outcomes, now: scheduler.state(spec, first[key], outcomes, now, depth)
+    return by_known(lambda key, known: scheduler.state_of(spec, first[key], known, depth))
 
 
 def rounds(spec: SearchSpec, first: Mapping[Hashable, Bracket]) -> Policy:
     """The round scheduler (search.replay): a round's probes all end before the next round starts."""
 
-    def policy(key, outcomes, now):
-        b, pending = searching.replay(spec, first[key], scheduler.known_by(outcomes, now).get)
+    def state(key, known):
+        b, pending = searching.replay(spec, first[key], known.get)
         return SearchState(b, (tuple(pending),) if pending else ())
+
+    return by_known(state)
+
+
+def by_known(state: Callable[[Hashable, dict[int, bool]], SearchState]) -> Policy:
+    """The policy of `state` (a search's state from its known outcomes, value -> success), computed once
+    for each search and set of known outcomes: `simulate` asks at every boundary, most searches unchanged."""
+    states: dict = {}
+
+    def policy(key, outcomes, now):
+        known = scheduler.known_by(outcomes, now)
+        memo = (key, frozenset(known.items()))
+        if memo not in states:
+            states[memo] = state(key, known)
+        return states[memo]
 
     return policy
 
