@@ -6,6 +6,7 @@ lines that name the programs over the budget. `verbose` adds one line per progra
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 from pathlib import Path
@@ -18,7 +19,8 @@ from jaxmem.driver.progress import Progress
 from jaxmem.engine import device_memory
 from jaxmem.persistence.store import FILENAME, Store, StoreError
 from jaxmem.plan import search_timeline, throughput
-from jaxmem.plan.buckets import Bucket, ladder, padded_config, padding_waste
+from jaxmem.plan.buckets import Bucket, covers, ladder, padded_config, padding_waste
+from jaxmem.plan.runs import Run
 from jaxmem.plan.sweep_time import ProgramTime, SweepTime
 from jaxmem.plan.target import Target
 from jaxmem.spec.expr import evaluate
@@ -41,14 +43,29 @@ class Program:
     """One program (bucket) of the first round, as the dry run shows it."""
 
     bucket: Bucket
+    template: Run  # its first run: what its memory is traced (or compiled) for
     runs: int
     slots: int  # of every device together
+    devices: int
     waste: float  # its FLOPs over its runs' true FLOPs
     flops: float  # per run-step, padded
-    step_seconds: float
-    compile_seconds: float
-    memory: int | None  # bytes per device; None: over the memory budget
+    rate: throughput.Rate
+    memory: int | None = None  # bytes per device; None: over the memory budget, or not `checked`
     refusal: str = ""  # why it does not fit
+    checked: bool = False  # its memory traced (or compiled), its slots fewer where the budget asks
+
+    @property
+    def over(self) -> bool:
+        """Whether it is over the memory budget (`jaxmem run` refuses it)."""
+        return bool(self.refusal)
+
+    @property
+    def step_seconds(self) -> float:
+        return self.rate.seconds(self.slots // self.devices, self.flops)
+
+    @property
+    def compile_seconds(self) -> float:
+        return self.rate.compile_seconds
 
     @property
     def chunks(self) -> int:
@@ -87,9 +104,11 @@ def _plan(spec, memory_cap, compile: bool, out: Path | None, target: Target | No
     groups: dict = {}
     for run in sweep.pending.values():
         groups.setdefault(sweep.bucket_for(run), []).append(run)
-    programs = [program(sweep, bucket, runs, compile) for bucket, runs in groups.items()]
-    time = sweep_time(sweep, programs)
-    memory = COMPILED_MEMORY if compile else STATE_MEMORY
+    planned = [program(sweep, bucket, runs) for bucket, runs in groups.items()]
+    programs = checked_programs(sweep, planned, verbose or compile, compile)
+    reachable = _compile_bound(sweep)
+    time = sweep_time(sweep, programs, reachable)
+    memory = (COMPILED_MEMORY if compile else STATE_MEMORY) + _checked_note(programs)
     lines = [
         f"sweep {spec.name} [{spec.preset or 'base'}]: {len(spec.points)} points x {len(spec.seeds)} seeds x "
         f"{len(spec.train.learning_rates)} learning rates; {len(spec.skipped)} impossible points skipped",
@@ -98,7 +117,7 @@ def _plan(spec, memory_cap, compile: bool, out: Path | None, target: Target | No
         "decisions:",
         *(f"  {note}" for note in decisions(sweep, programs)),
         f"first round: {len(sweep.pending)} runs in {len(groups)} buckets; compiles: {len(groups)} now, at most "
-        f"{_compile_bound(sweep)} over the sweep",
+        f"{reachable} over the sweep",
         *plan_table.table(programs, sweep.target.count, spec.train.steps),
         "notes: " + "; ".join(n.format(memory=memory) for n in NOTES),
     ]
@@ -107,39 +126,73 @@ def _plan(spec, memory_cap, compile: bool, out: Path | None, target: Target | No
     lines += [f"  skipped: {skipped}" for skipped in spec.skipped[: None if verbose else 3]]
     if len(spec.skipped) > 3 and not verbose:
         lines.append(f"  ... {len(spec.skipped) - 3} more skipped points (--verbose lists them)")
-    return lines + _totals(sweep, programs, time) + memory_lines(programs, sweep.budget) + _folder_check(spec, out)
+    return (
+        lines
+        + _totals(sweep, programs, time, reachable)
+        + memory_lines(programs, sweep.budget)
+        + _folder_check(spec, out)
+    )
 
 
-def program(sweep, bucket: Bucket, runs: list, compile: bool) -> Program:
-    """The bucket's program: its slots (fewer where the memory budget asks), padding, timing, memory."""
+def program(sweep, bucket: Bucket, runs: list) -> Program:
+    """The bucket's program at its planned slots, padding, timing; its memory not yet `checked`."""
     config = sweep.exp.complete(runs[0].config)
     slots = sweep.layout.slots_for(bucket, runs[0].config)
-    try:
-        if compile:
-            compiled = sweep.programs.compile_bucket(bucket, runs[0], slots)
-            slots, used, refusal = compiled.slots, compiled.peak_bytes, ""
-        else:
-            slots, used = sweep.programs.fitting_state(bucket, runs[0], slots)
-            refusal = ""
-    except device_memory.OutOfMemory as err:
-        used, refusal = None, str(err)
     flops = sweep.exp.cost("flops_per_step", padded_config(sweep.exp, bucket, config))
     rate = throughput.rate(sweep.target, sweep.exp.name, flops)
     waste = padding_waste(sweep.exp, bucket, [sweep.exp.complete(r.config) for r in runs])
-    step = rate.seconds(slots // sweep.target.count, flops)
-    return Program(bucket, len(runs), slots, waste, flops, step, rate.compile_seconds, used, refusal)
+    return Program(bucket, runs[0], len(runs), slots, sweep.target.count, waste, flops, rate)
 
 
-def sweep_time(sweep, programs: list[Program]) -> SweepTime:
-    """The bound and the expected time (jaxmem.plan.sweep_time) of the sweep's searches, or of its grid."""
-    bound = _compile_bound(sweep)
-    compiles = bound if isinstance(bound, int) else len(programs)
+def checked(sweep, p: Program, compile: bool) -> Program:
+    """`p` with its memory per device: its run state traced (or with `compile`, XLA's analysis of its
+    program), its slots fewer where the memory budget asks; over the budget, the refusal."""
+    try:
+        if compile:
+            compiled = sweep.programs.compile_bucket(p.bucket, p.template, p.slots)
+            slots, used = compiled.slots, compiled.peak_bytes
+        else:
+            slots, used = sweep.programs.fitting_state(p.bucket, p.template, p.slots)
+    except device_memory.OutOfMemory as err:
+        return dataclasses.replace(p, refusal=str(err), checked=True)
+    return dataclasses.replace(p, slots=slots, memory=used, checked=True)
+
+
+def checked_programs(sweep, planned: list[Program], every: bool, compile: bool) -> list[Program]:
+    """The programs, their memory checked (`checked`): every one with `every`, else `dominant`'s first,
+    and the rest too where one of those is over the memory budget or needs fewer slots."""
+    first = {p.bucket for p in (planned if every else dominant(sweep.exp, planned))}
+    programs = [checked(sweep, p, compile) if p.bucket in first else p for p in planned]
+    if all(p.slots == q.slots and not p.over for p, q in zip(programs, planned)):
+        return programs
+    return [p if p.checked else checked(sweep, p, compile) for p in programs]
+
+
+def dominant(exp, programs: list[Program]) -> list[Program]:
+    """In each row of the table, the programs no other of the row holds in as many slots or more and
+    in sizes as large or larger (jaxmem.plan.buckets.covers): where memory grows with sizes and slots,
+    each row's largest is among them, and where they fit, so does every program at its planned slots."""
+    return [
+        p
+        for row in plan_table.rows(programs)
+        for p in row
+        if not any(q is not p and q.slots >= p.slots and covers(exp, q.bucket, p.bucket) for q in row)
+    ]
+
+
+def sweep_time(sweep, programs: list[Program], reachable: int | str) -> SweepTime:
+    """The bound and the expected time (jaxmem.plan.sweep_time) of the sweep's searches, or of its grid;
+    `reachable`: the compiles it can reach (`_compile_bound`)."""
+    compiles = reachable if isinstance(reachable, int) else len(programs)
     times = tuple(p.time() for p in programs)
     if sweep.spec.search is None:
         return SweepTime(times, sweep.spec.train.steps, 1, len(programs), None)
     timelines = _timelines(sweep, programs)
     path = search_timeline.summary(timelines, sum(p.runs for p in programs)).path
-    reached = [len({sweep.bucket_for(r) for r in _probed_runs(sweep, runs)}) for runs in timelines]
+    units = {unit.id: unit for unit in sweep.mine}
+    reached = [
+        len({_bucket_at(sweep, units[k].point, v) for k, t in runs.items() for v in t.outcomes}) for runs in timelines
+    ]
     rounds = sweep.plan.estimate.rounds
     return SweepTime(times, sweep.spec.train.steps, rounds, compiles, path, sum(reached) / len(reached))
 
@@ -155,10 +208,9 @@ def _timelines(sweep, programs: list[Program]) -> list[dict]:
     )
 
 
-def _probed_runs(sweep, timelines: dict) -> list:
-    """One run of every value each search of `timelines` probed."""
-    units = {unit.id: unit for unit in sweep.mine}
-    return [sweep.searches.runs_for(units[key], v, 0)[0] for key, t in timelines.items() for v in t.outcomes]
+def _bucket_at(sweep, point: dict, value: int | None) -> Bucket:
+    """The bucket of the point's runs at `value` of the searched variable (None: the point's own runs)."""
+    return sweep.layout.bucket_for(point if value is None else {**point, sweep.spec.search.variable: value})
 
 
 def decisions(sweep, programs: list[Program]) -> list[str]:
@@ -179,8 +231,9 @@ def decisions(sweep, programs: list[Program]) -> list[str]:
     return notes
 
 
-def _totals(sweep, programs: list[Program], time: SweepTime) -> list[str]:
-    """The first round, the bound over the sweep, the expected time, and whether the sweep suits the machine."""
+def _totals(sweep, programs: list[Program], time: SweepTime, reachable: int | str) -> list[str]:
+    """The first round, the bound over the sweep (`reachable`: its compiles), the expected time, and
+    whether the sweep suits the machine."""
     platform, n = sweep.target.platform, sweep.target.count
     rate = throughput.rate(sweep.target, sweep.exp.name, max((p.flops for p in programs), default=math.nan))
     first = sum(p.runs * p.flops for p in programs) * sweep.spec.train.steps
@@ -195,7 +248,7 @@ def _totals(sweep, programs: list[Program], time: SweepTime) -> list[str]:
         runs, flops = _search_bound(sweep)
         lines += [
             f"  whole sweep (the bound), if no search expands its bracket: at most {runs} runs, {flops:.2e} FLOPs, "
-            f"{_compile_bound(sweep)} compiles, {time.rounds} rounds of the first round's programs: "
+            f"{reachable} compiles, {time.rounds} rounds of the first round's programs: "
             f"{estimate.duration(time.bound)}",
             f"  expected: about {estimate.duration(time.expected)}: about {time.expected_compiles:.0f} compiles, and "
             f"the first round's device time for each of the {time.path_steps / time.budget:.2f} step budgets of "
@@ -206,7 +259,7 @@ def _totals(sweep, programs: list[Program], time: SweepTime) -> list[str]:
             f"  expected: at most the bound, {estimate.duration(time.bound)} (no search: runs stopping early are "
             "not modelled)"
         )
-    over = sum(p.memory is None for p in programs)
+    over = sum(p.over for p in programs)
     return lines + ["  " + estimate.sized_line(time.bound, over, platform)]
 
 
@@ -221,21 +274,35 @@ def _model_words(sweep) -> str:
     )
 
 
+def _checked_note(programs: list[Program]) -> str:
+    """Which programs' memory the dry run checked, where it did not check them all (`dominant`)."""
+    count = sum(p.checked for p in programs)
+    if count == len(programs):
+        return ""
+    return (
+        f"; checked for {count} of the {len(programs)} programs, in each row those no other exceeds in every size "
+        "and in slots (where memory grows with them: each row's largest, and the others fit; --verbose: every "
+        "program)"
+    )
+
+
 def memory_lines(programs: list[Program], budget: float) -> list[str]:
-    """The peak memory per device among the programs that fit, and the programs that do not, by name."""
+    """The peak memory per device among the checked programs that fit, and the programs that do not, by name."""
     fitting = [p for p in programs if p.memory is not None]
-    over = [p for p in programs if p.memory is None]
+    over = [p for p in programs if p.over]
     peak = max(fitting, key=lambda p: p.memory, default=None)
     largest = f"{estimate.size_text(peak.memory)} (bucket {peak.bucket.id})" if peak else ""
+    checked = sum(p.checked for p in programs)
+    among = f"; {checked} of {len(programs)} programs checked (--verbose: every one)" if checked < len(programs) else ""
     if not programs:
         return ["peak memory per device: none (no program in the first round)"]
     if not over:
-        return [f"peak memory per device: {largest}, within the budget of {estimate.size_text(budget)}"]
+        return [f"peak memory per device: {largest}, within the budget of {estimate.size_text(budget)}{among}"]
     names = ", ".join(p.bucket.id for p in over[:6]) + (f" and {len(over) - 6} more" if len(over) > 6 else "")
     fits = f"; the largest that fits: {largest}" if peak else "; none fits"
     return [
         f"peak memory per device: over the budget of {estimate.size_text(budget)} in {len(over)} bucket(s) "
-        f"({names}: `jaxmem run` refuses them, exit 6){fits}",
+        f"({names}: `jaxmem run` refuses them, exit 6){fits}{among}",
         *(f"  OVER THE MEMORY BUDGET: {p.refusal}" for p in over[:3]),
     ]
 
@@ -256,17 +323,19 @@ def _search_bound(sweep) -> tuple[int, float]:
     spec, runs, flops = sweep.spec, 0, 0.0
     for unit in sweep.units[:: len(spec.seeds)]:  # a search's plan does not depend on the seed
         bracket = sweep.searches.bracket(unit)
-        cost = lambda v, u=unit: sum(_run_flops(sweep, r) for r in sweep.searches.runs_for(u, v, 0))  # noqa: E731
+        cost = functools.cache(lambda v, p=unit.point: _probe_flops(sweep, p, v))
         values = estimate.worst_probes(sweep.layout.search, bracket, cost)
         runs += len(values) * len(spec.train.learning_rates) * len(spec.seeds)
         flops += sum(map(cost, values)) * len(spec.seeds)
     return runs, flops
 
 
-def _run_flops(sweep, run) -> float:
-    """At most the FLOPs of one run: its bucket's padded sizes over the whole step budget."""
-    config = padded_config(sweep.exp, sweep.bucket_for(run), sweep.exp.complete(run.config))
-    return sweep.exp.cost("flops_per_step", config) * sweep.spec.train.steps
+def _probe_flops(sweep, point: dict, value: int) -> float:
+    """At most the FLOPs of the point's runs at `value` (one per learning rate): their bucket's padded
+    sizes over the whole step budget."""
+    config = {**point, sweep.spec.search.variable: value}
+    padded = padded_config(sweep.exp, sweep.layout.bucket_for(config), sweep.exp.complete(config))
+    return sweep.exp.cost("flops_per_step", padded) * sweep.spec.train.steps * len(sweep.spec.train.learning_rates)
 
 
 def _compile_bound(sweep) -> int | str:
@@ -281,7 +350,7 @@ def _compile_bound(sweep) -> int | str:
             if ratio <= 1.0:
                 return f"{sum(int(evaluate(spec.search.hi, u.point)) for u in sweep.units)} (one per searched value)"
             values = {lo, hi} | {v for v in ladder(ratio, hi) if lo < v < hi}
-        buckets.update(sweep.bucket_for(sweep.searches.runs_for(unit, v, 0)[0]) for v in values)
+        buckets.update(_bucket_at(sweep, unit.point, v) for v in values)
     return len(buckets)
 
 

@@ -17,11 +17,16 @@ def table(programs: Sequence, devices: int, budget: int) -> list[str]:
     """The table's lines, indented; `programs`: jaxmem.cli.dry_run.Program; `budget`: a run's steps."""
     if not programs:
         return []
-    groups = [[p] for p in programs] if len(programs) <= ROWS else size_classes(programs)
+    groups = rows(programs)
     labels = [_label(group, programs) for group in groups]
-    rows = [[label, *_cells(group, devices, budget)] for label, group in zip(labels, groups)]
-    rows.append(["all", *_cells(list(programs), devices, budget)])
-    return _aligned([list(HEADER), *rows])
+    lines = [[label, *_cells(group, devices, budget)] for label, group in zip(labels, groups)]
+    lines.append(["all", *_cells(list(programs), devices, budget)])
+    return _aligned([list(HEADER), *lines])
+
+
+def rows(programs: Sequence) -> list[list]:
+    """The programs of each row but the totals: one each where there are few, else size classes."""
+    return [[p] for p in programs] if len(programs) <= ROWS else size_classes(programs)
 
 
 def size_classes(programs: Sequence) -> list[list]:
@@ -48,7 +53,7 @@ def _cells(group: list, devices: int, budget: int) -> list[str]:
     slots = sorted({p.slots // devices for p in group})
     wastes = [p.waste for p in group]
     fitting = [p.memory for p in group if p.memory is not None]
-    over = sum(p.memory is None for p in group)
+    over = sum(p.over for p in group)
     memory = size_text(max(fitting)) if fitting else "-"
     return [
         str(sum(p.runs for p in group)),

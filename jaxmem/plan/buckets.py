@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import math
-from functools import lru_cache
 
 from jaxmem.experiments.interface import SIZE, STATIC, TRACED, Experiment, HostRun
 from jaxmem.plan.runs import digest, problem_index, run_key
 
 
-@lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=None)
 def ladder(ratio: float, limit: int = 2**31) -> tuple[int, ...]:
     """Padded sizes ⌈2^(i/k)⌉ with k = round(log 2 / log ratio), multiples of 8 from 64 on: at most
     about `ratio`× waste per axis, and every power of two is on the ladder (no waste for them)."""
@@ -47,7 +47,7 @@ class Bucket:
     experiment: str
     shape: tuple  # sorted (name, padded size or static option) pairs
 
-    @property
+    @functools.cached_property
     def id(self) -> str:
         return digest(self.experiment, self.shape)[:12]
 
@@ -95,6 +95,14 @@ def padded_config(exp: Experiment, bucket: Bucket, config: dict) -> dict:
     shape = bucket.shape_dict
     padded = {name: shape[name] for name, field in exp.kinds.items() if field.kind == SIZE and name in shape}
     return {**exp.effective(config), **padded}
+
+
+def covers(exp: Experiment, big: Bucket, small: Bucket) -> bool:
+    """Whether `big` has `small`'s fields, its static values and every size at least as large."""
+    kinds = exp.kinds
+    return len(big.shape) == len(small.shape) and all(
+        k == j and (b >= s if kinds[k].kind == SIZE else b == s) for (k, b), (j, s) in zip(big.shape, small.shape)
+    )
 
 
 def padding_waste(exp: Experiment, bucket: Bucket, configs: list[dict]) -> float:
