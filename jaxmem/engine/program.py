@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 from typing import Any, NamedTuple
 
-import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -318,6 +317,8 @@ def make_segment(exp: Experiment, shape: dict, settings: Settings, axis: str | N
         """Gradient flow θ̇ = −∇L over the next `eval_every` steps of `lr` time units each, solved by
         diffrax (Tsit5, PID step control at rtol/atol); the loss must be deterministic (a population
         loss): it gets the run's own key. A failed solve or a non-finite state marks the run diverged."""
+        import diffrax  # here: most sweeps never solve a flow, and importing it costs every command 0.6 s
+
         lr, length = dyn["lr"], block_length(settings, state.step)
         grad = jax.grad(exp.loss)
         field = lambda t, p, args: jax.tree.map(jnp.negative, grad(p, state.problem, shape, dyn, state.key))  # noqa: E731
