@@ -20,7 +20,7 @@ from jaxmem.engine import device_memory
 from jaxmem.persistence.store import FILENAME, Store, StoreError
 from jaxmem.plan import search_timeline, throughput
 from jaxmem.plan.buckets import Bucket, covers, ladder, padded_config, padding_waste
-from jaxmem.plan.runs import Run
+from jaxmem.plan.runs import Run, point_id
 from jaxmem.plan.sweep_time import ProgramTime, SweepTime
 from jaxmem.plan.target import Target
 from jaxmem.spec.expr import evaluate
@@ -187,25 +187,36 @@ def sweep_time(sweep, programs: list[Program], reachable: int | str) -> SweepTim
     times = tuple(p.time() for p in programs)
     if sweep.spec.search is None:
         return SweepTime(times, sweep.spec.train.steps, 1, len(programs), None)
-    timelines = _timelines(sweep, programs)
+    points = {unit.id: point_id(unit.point) for unit in sweep.mine}
+    timelines = _timelines(sweep, programs, points)
     path = search_timeline.summary(timelines, sum(p.runs for p in programs)).path
-    units = {unit.id: unit for unit in sweep.mine}
-    reached = [
-        len({_bucket_at(sweep, units[k].point, v) for k, t in runs.items() for v in t.outcomes}) for runs in timelines
-    ]
+    reached = [len(_reached(sweep, runs, points)) for runs in timelines]
     rounds = sweep.plan.estimate.rounds
     return SweepTime(times, sweep.spec.train.steps, rounds, compiles, path, sum(reached) / len(reached))
 
 
-def _timelines(sweep, programs: list[Program]) -> list[dict]:
-    """The searches on the outcome model of jaxmem.plan.search_timeline.modelled."""
+def _timelines(sweep, programs: list[Program], points: dict[str, str]) -> list[dict]:
+    """The searches on the outcome model of jaxmem.plan.search_timeline.modelled; `points`: each unit's
+    point id. A search's first bracket is its point's (no search has answers to seed another's yet)."""
     knobs, train = sweep.plan.knobs, sweep.spec.train
-    first = {unit.id: sweep.searches.bracket(unit) for unit in sweep.mine}
+    brackets: dict = {}
+    for unit in sweep.mine:
+        if points[unit.id] not in brackets:
+            brackets[points[unit.id]] = sweep.searches.bracket(unit)
+    first = {unit.id: brackets[points[unit.id]] for unit in sweep.mine}
     slots = sum(p.runs for p in programs)  # the first round's waves are in its time (jaxmem.plan.sweep_time)
     segment = knobs.segment_steps or train.eval_every
     return search_timeline.modelled(
         sweep.layout.search, first, knobs.speculation, segment, slots, train.steps, train.eval_every
     )
+
+
+def _reached(sweep, timelines: dict, points: dict[str, str]) -> set[Bucket]:
+    """The buckets of the values the searches of `timelines` probed, each point's value looked up once
+    (`points`: each unit's point id)."""
+    units = {unit.id: unit for unit in sweep.mine}
+    probed = {(points[key], v): units[key].point for key, t in timelines.items() for v in t.outcomes}
+    return {_bucket_at(sweep, point, v) for (_, v), point in probed.items()}
 
 
 def _bucket_at(sweep, point: dict, value: int | None) -> Bucket:
