@@ -58,6 +58,23 @@ def test_probes_fill_free_slots_and_stop_where_slots_cost(grid, monkeypatch):
     assert costly.knobs.probes < free.knobs.probes and costly.estimate.rounds > free.estimate.rounds
 
 
+def test_a_speculating_plan_is_timed_by_its_critical_path(monkeypatch):
+    """Speculating (an accelerator's default), a plan costs its compiles and the first round's time for each step
+    budget of the searches' modelled critical path (jaxmem.plan.search_timeline), not for each round; where
+    slots are free, the probes it picks keep that path within 1.5 budgets. The round barrier costs every round."""
+    monkeypatch.setattr(throughput, "table", lambda: h200_costs(1e15, 1e-3))  # 8 s per compile
+    spec, exp = protocol_grid("linear")
+    speculating = plan(spec, exp, named("h200")).estimate
+    assert 0 < speculating.path_budgets <= 1.5 < speculating.rounds, speculating.describe()
+    assert speculating.seconds == pytest.approx(
+        8.0 * speculating.compiles + speculating.path_budgets * speculating.round_seconds
+    )
+    barrier = plan(*protocol_grid("linear", engine={"speculation": 0}), named("h200")).estimate
+    assert barrier.path_budgets == 0 and barrier.seconds == pytest.approx(
+        8.0 * barrier.compiles + barrier.rounds * barrier.round_seconds
+    )
+
+
 def test_a_cpu_keeps_the_specs_settings():
     spec, exp = protocol_grid("mlp")
     assert plan(spec, exp, CPU).knobs == Knobs.of_spec(spec)

@@ -8,8 +8,10 @@ jaxmem/plan/costs.py. Settings the spec gives itself are kept (overrides).
   seconds (jaxmem.plan.throughput). The planner compares the spec's padding ladders with "few programs"
   (every size that varies over the grid padded to its largest value, every probe of a search to at
   least its point's initial upper bound), and for each the number of probes per round K, by the
-  estimated time of the searches: compiles + rounds × the time of one round (`estimate`), and takes the
-  fastest. More probes per round mean fewer rounds (a (K+1)-ary search) and, while the step costs its
+  estimated time of the searches: compiles + rounds × the time of one round (`estimate`), or where the
+  searches speculate (costs.SPECULATION), compiles + the step budgets of their critical path × the time of
+  one round (the outcome model of jaxmem.plan.search_timeline, as the dry-run's expected time), and takes
+  the fastest. More probes per round mean fewer rounds (a (K+1)-ary search) and, while the step costs its
   floor, no slower rounds; once the slots' work exceeds the floor, each probe lengthens every round
   (on an H200 the Fig 1 grids' programs are there: benchmarks/README.md).
 - A folder keeps the plan of its first run (`pinned`): a resumed search replays its rounds with the
@@ -23,7 +25,7 @@ import math
 
 from jaxmem.experiments.interface import SIZE, Experiment
 from jaxmem.plan import search as searching
-from jaxmem.plan import throughput
+from jaxmem.plan import search_timeline, throughput
 from jaxmem.plan.costs import ACCELERATORS, DECISIONS_PER_BUDGET, SPECULATION
 from jaxmem.plan.layout import Knobs, Layout
 from jaxmem.plan.sweep_time import ProgramTime
@@ -51,12 +53,16 @@ class Estimate:
     compiles: int  # programs of the first round
     rounds: int  # rounds of the longest search (no expansion)
     round_seconds: float  # device time of the first round's steps
-    seconds: float  # compiles and every round
+    seconds: float  # compiles and every round, or with speculation the critical path's step budgets
+    path_budgets: float = 0.0  # speculating: the searches' critical path in step budgets (search_timeline)
 
     def describe(self) -> str:
+        per_search = f"{self.rounds} round(s) per search"
+        if self.path_budgets:
+            per_search = f"a critical path of {self.path_budgets:.2f} step budgets (speculating; {per_search} at most)"
         return (
-            f"{self.compiles} compile(s), {self.rounds} round(s) per search, about {self.round_seconds:.3g} s of "
-            f"device time per round: {self.seconds:.3g} s in all"
+            f"{self.compiles} compile(s), {per_search}, about {self.round_seconds:.3g} s of device time per round: "
+            f"{self.seconds:.3g} s in all"
         )
 
 
@@ -119,7 +125,7 @@ def _accelerator_plan(spec: SweepSpec, exp: Experiment, target: Target, base: Kn
     options = []
     for words, knobs in paddings.items():
         for k in _probe_choices(spec, knobs, given):
-            candidate = dataclasses.replace(knobs, probes=k)
+            candidate, _ = speculating(spec, dataclasses.replace(knobs, probes=k), given, target.platform)
             options.append((estimate(spec, exp, candidate, target), words, candidate))
     best, words, knobs = min(options, key=lambda o: (o[0].seconds, o[2].probes))
     knobs, speculation = speculating(spec, knobs, given, target.platform)
@@ -170,7 +176,21 @@ def estimate(spec: SweepSpec, exp: Experiment, knobs: Knobs, target: Target) -> 
             runs, _ = buckets.get(bucket, (0, config))
             buckets[bucket] = (runs + runs_per_config, config)
     seconds, compile_s = programs_seconds(spec, exp, layout, target, buckets)
-    return Estimate(len(buckets), rounds, seconds, compile_s + rounds * seconds)
+    if not knobs.speculation:
+        return Estimate(len(buckets), rounds, seconds, compile_s + rounds * seconds)
+    first_runs = sum(runs for runs, _ in buckets.values()) // runs_per_config
+    path = critical_path_budgets(spec, exp, layout, knobs, first_runs)
+    return Estimate(len(buckets), rounds, seconds, compile_s + path * seconds, path)
+
+
+def critical_path_budgets(spec: SweepSpec, exp: Experiment, layout: Layout, knobs: Knobs, slots: int) -> float:
+    """The searches' critical path in step budgets when they speculate `knobs.speculation` rounds ahead, on
+    search_timeline's outcome model (one search per point: every seed and learning rate of a point searches
+    alike there), in the first round's `slots` per seed and learning rate, deciding every segment."""
+    first = {i: first_bracket(exp, layout, point) for i, point in enumerate(spec.points)}
+    steps, every = spec.train.steps, spec.train.eval_every
+    path = search_timeline.estimate(layout.search, first, knobs.speculation, knobs.segment_steps, slots, steps, every)
+    return path.path / steps
 
 
 def programs_seconds(spec: SweepSpec, exp: Experiment, layout: Layout, target: Target, buckets: dict):
@@ -197,12 +217,25 @@ def first_round(spec: SweepSpec, exp: Experiment, layout: Layout, point: dict) -
     most rounds its search takes over answers spread geometrically across its first bracket."""
     if layout.search is None:
         return [None], 1
-    config = exp.complete(point)
-    lo, hi = (int(evaluate(b, config)) for b in (layout.search.lo, layout.search.hi))
-    bracket = searching.start(layout.search, lo, hi, exp.fields[layout.search.variable].maximum)
+    bracket = first_bracket(exp, layout, point)
+    lo, hi = search_bounds(exp, layout, point)
     answers = {lo - 1, hi} | {round(lo * (hi / lo) ** (i / THRESHOLDS)) for i in range(THRESHOLDS)}
     rounds = max(rounds_until_done(layout.search, bracket, t) for t in answers)
     return searching.probes(layout.search, bracket), rounds
+
+
+def search_bounds(exp: Experiment, layout: Layout, point: dict) -> tuple[int, int]:
+    """The spec's first bracket of the point's search, [lo, hi], evaluated at the point."""
+    config = exp.complete(point)
+    lo, hi = (int(evaluate(b, config)) for b in (layout.search.lo, layout.search.hi))
+    return lo, hi
+
+
+def first_bracket(exp: Experiment, layout: Layout, point: dict) -> searching.Bracket:
+    """The point's search as it starts (search.start: its bounds, capped at the variable's maximum)."""
+    return searching.start(
+        layout.search, *search_bounds(exp, layout, point), exp.fields[layout.search.variable].maximum
+    )
 
 
 def rounds_until_done(search, bracket: searching.Bracket, answer: int) -> int:
