@@ -23,7 +23,6 @@ from jaxmem.experiments.interface import Experiment
 from jaxmem.plan import scheduler
 from jaxmem.plan import search as searching
 from jaxmem.plan.runs import Run, make_run, point_id
-from jaxmem.report.capacity.fit import fit_power_law
 from jaxmem.spec.expr import evaluate
 from jaxmem.spec.sweep import SearchSpec, SweepSpec
 
@@ -262,6 +261,8 @@ def law_chains(spec: SweepSpec, units: list[Unit], part: tuple[int, int]) -> dic
 def power_law_at(known: list[tuple[float, float]], x: float) -> float:
     """The least-squares power law y = a·x^b through the (x, y) pairs with finite positive y, at `x`;
     NaN with fewer than two distinct such x."""
+    from jaxmem.report.capacity.fit import fit_power_law  # here: the report package loads scipy and matplotlib
+
     pairs = [(px, py) for px, py in known if math.isfinite(py) and py > 0 and px > 0]
     if not pairs:
         return math.nan

@@ -48,7 +48,6 @@ from jaxmem.plan.layout import Knobs, Layout
 from jaxmem.plan.runs import Run
 from jaxmem.plan.target import Target
 from jaxmem.plan.throughput import device_key
-from jaxmem.report.from_store import report
 from jaxmem.spec.sweep import SweepSpec, run_budget
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "Interrupted", "Sweep", "Unit", "claim", "run_sweep"]
@@ -369,6 +368,8 @@ def run_sweep(
             execute(spec, out_dir, store, quiet, devices, lease=lock, memory_cap=memory_cap, hard_exit=hard_exit)
         finally:
             store.close()
+    from jaxmem.report.from_store import report  # here: the report package loads scipy and matplotlib (1.7 s)
+
     return report(out_dir)
 
 

@@ -7,6 +7,7 @@ functions are allowed; anything else is rejected with a message naming the expre
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import operator
 from typing import Mapping
@@ -54,9 +55,10 @@ def evaluate(expression: str | int | float, names: Mapping[str, float]) -> float
     return _eval(_parse(expression).body, expression, names)
 
 
+@functools.lru_cache(maxsize=4096)
 def _parse(expression: str) -> ast.Expression:
     """The expression's tree, every construct in it allowed (so a spec's check catches what evaluating
-    it later would refuse)."""
+    it later would refuse); parsed once per expression (a paper-size plan evaluates a few thousand times)."""
     try:
         tree = ast.parse(expression, mode="eval")
     except SyntaxError as err:
