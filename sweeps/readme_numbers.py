@@ -703,7 +703,8 @@ def targets_kind(block: Block, headlines: dict) -> str:
             continue
         headline = headlines.get((store.sweep, store.preset))
         seeds = f", {seeds_text(headline.seeds)}" if headline else " (not run here)"
-        run = f"`{store.sweep}` `{store.preset}`{seeds}"
+        partial = f" **{headline.partial}**" if headline and headline.partial else ""  # a sweep still running
+        run = f"`{store.sweep}` `{store.preset}`{seeds}{partial}"
         verdict = verdict_cell(store, headline, target, judged)
         rows.append([target, claim, f"{run}: {size}", verdict, device_cell(store, headlines, target), why])
     family = block.path.parent.name

@@ -2,6 +2,7 @@
 (jaxmem.report.headline), rewritten in place, checked; and a quick preset rerun whose numbers must equal
 the README's."""
 
+import dataclasses
 import importlib.util
 import json
 import subprocess
@@ -175,6 +176,9 @@ def test_a_targets_table_reads_each_row_from_its_own_store(tmp_path):
     assert [(s.sweep, s.preset) for s in numbers.stores_of(block)] == [("e1_phase1_bias", "quick")] * 2 + [
         ("e2_sample_complexity", "quick")
     ]
+    unfinished = dataclasses.replace(stored, partial="partial: 3 of 8 runs finished")  # read while it runs
+    text = numbers.rewritten(readme, {**headlines, ("e1_phase1_bias", "quick"): unfinished}, lambda block: True)
+    assert "| Rx | y falls | `e1_phase1_bias` `quick`, seeds 0, 1 **partial: 3 of 8 runs finished**: d = 8 |" in text
 
 
 def test_a_final_block_reads_the_test_time_table_with_its_untrained_columns(tmp_path):
