@@ -1,5 +1,6 @@
 """The dry run reads like a plan (issue 41): one table, notes stated once, the expected time beside the
-bound (never above it), memory lines that name the buckets over the budget, --verbose per bucket."""
+bound (never above it, each program charged only while it holds a live probe), memory lines that name the
+buckets over the budget, --verbose per bucket."""
 
 import re
 
@@ -8,8 +9,10 @@ import pytest
 from helpers import TINY_SPEC
 from jaxmem.cli import plan_table
 from jaxmem.cli.views import dry_run
-from jaxmem.plan.sweep_time import ProgramTime, SweepTime
-from jaxmem.spec.sweep import load, parse
+from jaxmem.plan import search, search_timeline
+from jaxmem.plan.search_timeline import Trial
+from jaxmem.plan.sweep_time import ProgramTime, SweepTime, in_turn
+from jaxmem.spec.sweep import SearchSpec, load, parse
 
 MANY = {  # 20 tiny programs, nothing compiled: more than plan_table.ROWS, so rows are size classes
     "experiment": "assoc_memory",
@@ -69,13 +72,35 @@ def test_the_notes_are_stated_once(many):
 def test_the_expected_time_is_beside_the_bound_and_never_above_it():
     text = dry_run(load(TINY_SPEC))
     assert re.search(r"^  whole sweep \(the bound\), .*: \d", text, re.M)
-    assert re.search(r"^  expected: about \d.* step budgets of the searches' critical path", text, re.M)
+    assert re.search(
+        r"^  expected: about \d.* of device time, each program's steps while it holds a live probe", text, re.M
+    )
     programs = (ProgramTime(runs=30, slots=10, step_seconds=1e-3, compile_seconds=2.0),)
-    for path in (0.0, 512.0, 3 * 512.0, 1e9):  # a critical path longer than every round is capped
-        time = SweepTime(programs, budget=512, rounds=4, compiles=3, path_steps=path, expected_compiles=2)
+    for busy in (0.0, 0.5, 1.5, 1e9):  # device time beyond every round's is capped
+        time = SweepTime(programs, budget=512, rounds=4, compiles=3, busy_seconds=busy, expected_compiles=2)
         assert time.expected <= time.bound
-    assert SweepTime(programs, 512, 4, 3, 512.0, 2).expected == pytest.approx(2 * 2.0 + 3 * 512 * 1e-3)
+    assert SweepTime(programs, 512, 4, 3, 1.5, 2).expected == pytest.approx(2 * 2.0 + 1.5)
     assert SweepTime(programs, 512, 4, 3, None).expected == SweepTime(programs, 512, 4, 3, None).bound
+
+
+def test_a_program_is_charged_only_while_it_holds_a_live_probe():
+    """One search in two programs (values below 100, and the rest): each is busy for the steps one of its
+    probes is live (probes at once count once), not for the search's whole critical path; its runs queue
+    where they outnumber its slots."""
+    spec = SearchSpec(variable="N", lo=1, hi=2, mode="verified", probes=1, resolution=0.05, max_expand=0)
+    trial = lambda key, value: Trial(True, 16) if value <= 150 else Trial(False, 64)  # noqa: E731
+    policy = search_timeline.rounds(spec, {"a": search.start(spec, 8, 400)})
+    timelines = search_timeline.simulate(policy, ["a"], trial, 8, 4)
+    program = lambda key, value: "small" if value < 100 else "large"  # noqa: E731
+    occupancy = search_timeline.occupancy(timelines, program)
+    spans, path = timelines["a"].spans, timelines["a"].done_at
+    for name, (live, _) in occupancy.items():
+        mine = [(start, end) for v, start, end in spans if program("a", v) == name]
+        assert live == sum(any(start <= step < end for start, end in mine) for step in range(path)) < path
+    assert occupancy["small"][1] > occupancy["small"][0]  # the first round's 8 and 57 at once
+    times = {name: ProgramTime(runs=3, slots=4, step_seconds=1e-3, compile_seconds=0.0) for name in occupancy}
+    assert in_turn(times, occupancy) == pytest.approx(sum(live for live, _ in occupancy.values()) * 1e-3)
+    assert ProgramTime(runs=8, slots=2, step_seconds=1e-3, compile_seconds=0.0).busy_seconds(10, 40) == 0.02
 
 
 def test_the_memory_lines_name_the_buckets_that_do_not_fit():

@@ -18,10 +18,10 @@ from jaxmem.driver.folder import spec_changes
 from jaxmem.driver.progress import Progress
 from jaxmem.engine import device_memory
 from jaxmem.persistence.store import FILENAME, Store, StoreError
-from jaxmem.plan import search_timeline, throughput
+from jaxmem.plan import planner, search_timeline, throughput
 from jaxmem.plan.buckets import Bucket, covers, ladder, padded_config, padding_waste
 from jaxmem.plan.runs import Run, point_id
-from jaxmem.plan.sweep_time import ProgramTime, SweepTime
+from jaxmem.plan.sweep_time import ProgramTime, SweepTime, in_turn
 from jaxmem.plan.target import Target
 from jaxmem.spec.expr import evaluate
 from jaxmem.spec.sweep import SweepSpec
@@ -189,10 +189,18 @@ def sweep_time(sweep, programs: list[Program], reachable: int | str) -> SweepTim
         return SweepTime(times, sweep.spec.train.steps, 1, len(programs), None)
     points = {unit.id: point_id(unit.point) for unit in sweep.mine}
     timelines = _timelines(sweep, programs, points)
-    path = search_timeline.summary(timelines, sum(p.runs for p in programs)).path
-    reached = [len(_reached(sweep, runs, points)) for runs in timelines]
+    probed = _probed(sweep, timelines, points)
+    buckets = _bucket_times(sweep, programs, dict(probed.values()))
+    runs = len(sweep.spec.train.learning_rates)  # a probe's
+    where = lambda key, value: probed[points[key], value][0]  # noqa: E731  (the bucket of a search's probe)
+    busy, reached = [], []
+    for modelled in timelines:
+        occupancy = search_timeline.occupancy(modelled, where)
+        busy.append(in_turn(buckets, {b: (live, steps * runs) for b, (live, steps) in occupancy.items()}))
+        reached.append(len({where(key, v) for key, t in modelled.items() for v in t.outcomes}))
     rounds = sweep.plan.estimate.rounds
-    return SweepTime(times, sweep.spec.train.steps, rounds, compiles, path, sum(reached) / len(reached))
+    n = len(timelines)
+    return SweepTime(times, sweep.spec.train.steps, rounds, compiles, sum(busy) / n, sum(reached) / n)
 
 
 def _timelines(sweep, programs: list[Program], points: dict[str, str]) -> list[dict]:
@@ -204,19 +212,33 @@ def _timelines(sweep, programs: list[Program], points: dict[str, str]) -> list[d
         if points[unit.id] not in brackets:
             brackets[points[unit.id]] = sweep.searches.bracket(unit)
     first = {unit.id: brackets[points[unit.id]] for unit in sweep.mine}
-    slots = sum(p.runs for p in programs)  # the first round's waves are in its time (jaxmem.plan.sweep_time)
+    slots = sum(p.runs for p in programs)  # a slot for each run of the first round: queues are in its programs' time
     segment = knobs.segment_steps or train.eval_every
     return search_timeline.modelled(
         sweep.layout.search, first, knobs.speculation, segment, slots, train.steps, train.eval_every
     )
 
 
-def _reached(sweep, timelines: dict, points: dict[str, str]) -> set[Bucket]:
-    """The buckets of the values the searches of `timelines` probed, each point's value looked up once
-    (`points`: each unit's point id)."""
-    units = {unit.id: unit for unit in sweep.mine}
-    probed = {(points[key], v): units[key].point for key, t in timelines.items() for v in t.outcomes}
-    return {_bucket_at(sweep, point, v) for (_, v), point in probed.items()}
+def _probed(sweep, timelines: list[dict], points: dict[str, str]) -> dict[tuple[str, int], tuple[Bucket, dict]]:
+    """(point id, value) -> the bucket and config of the probes the searches of `timelines` launched, each
+    point's value looked up once (`points`: each unit's point id)."""
+    units, variable = {unit.id: unit for unit in sweep.mine}, sweep.spec.search.variable
+    configs = {
+        (points[key], v): {**units[key].point, variable: v}
+        for modelled in timelines
+        for key, t in modelled.items()
+        for v, _, _ in t.spans
+    }
+    return {probe: (sweep.layout.bucket_for(config), config) for probe, config in configs.items()}
+
+
+def _bucket_times(sweep, programs: list[Program], configs: dict[Bucket, dict]) -> dict[Bucket, ProgramTime]:
+    """Each bucket of `configs` (bucket -> a config of it) as it is timed: the first round's program (its
+    memory checked) where it is one, else the planner's program at its planned slots (a probe's runs)."""
+    first = {p.bucket: p.time() for p in programs}
+    runs = len(sweep.spec.train.learning_rates)
+    others = {b: (runs, config) for b, config in configs.items() if b not in first}
+    return {**first, **dict(zip(others, planner.program_times(sweep.exp, sweep.layout, sweep.target, others)))}
 
 
 def _bucket_at(sweep, point: dict, value: int | None) -> Bucket:
@@ -261,9 +283,9 @@ def _totals(sweep, programs: list[Program], time: SweepTime, reachable: int | st
             f"  whole sweep (the bound), if no search expands its bracket: at most {runs} runs, {flops:.2e} FLOPs, "
             f"{reachable} compiles, {time.rounds} rounds of the first round's programs: "
             f"{estimate.duration(time.bound)}",
-            f"  expected: about {estimate.duration(time.expected)}: about {time.expected_compiles:.0f} compiles, and "
-            f"the first round's device time for each of the {time.path_steps / time.budget:.2f} step budgets of "
-            f"the searches' critical path ({_model_words(sweep)})",
+            f"  expected: about {estimate.duration(time.expected)}: about {time.expected_compiles:.0f} compiles and "
+            f"{estimate.duration(time.busy_seconds)} of device time, each program's steps while it holds a live "
+            f"probe (at least its runs' steps over its slots), the programs in turn ({_model_words(sweep)})",
         ]
     else:
         lines.append(

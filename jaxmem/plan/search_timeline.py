@@ -1,7 +1,8 @@
 """Searches on a logical timeline, without training: a scheduler driven segment by segment against a
 model of its probes (`Trial`: success, and the program steps until the outcome is known), in a
 program of a fixed number of slots. It measures what a schedule costs: each search's critical path
-(the logical step it ends at), its probes, the ones frozen and the run-steps they took.
+(the logical step it ends at), its probes (the steps each held a slot), the ones frozen and the run-steps
+they took, and (`occupancy`) the steps during which a program holds a live probe.
 
 A probe launched at a boundary and known within a segment is seen at the next boundary (the engine
 refills slots between segments); a frozen probe's steps so far count, its slot is free at once.
@@ -9,8 +10,9 @@ refills slots between segments); a frozen probe's steps so far count, its slot i
 
 from __future__ import annotations
 
+import collections
 import dataclasses
-from typing import Callable, Hashable, Mapping, Sequence
+from typing import Callable, Hashable, Iterable, Mapping, Sequence, TypeVar
 
 from jaxmem.plan import scheduler
 from jaxmem.plan import search as searching
@@ -19,6 +21,7 @@ from jaxmem.plan.search import Bracket
 from jaxmem.spec.sweep import SearchSpec
 
 Policy = Callable[[Hashable, Mapping[int, Outcome], int], SearchState]  # (search, its outcomes, now) -> state
+P = TypeVar("P", bound=Hashable)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,10 +34,19 @@ class Trial:
 class Timeline:
     bracket: Bracket  # the search's end
     done_at: int  # the logical step it ended at: its critical path
-    probes: int  # launched
-    frozen: int  # of them, stopped before their outcome was known
-    run_steps: int  # program steps its probes ran
+    frozen: int  # probes stopped before their outcome was known
     outcomes: dict  # value -> Outcome, as the search saw them
+    spans: tuple[tuple[int, int, int], ...]  # (value, start, end): each probe launched, in a slot over [start, end)
+
+    @property
+    def probes(self) -> int:
+        """Probes launched."""
+        return len(self.spans)
+
+    @property
+    def run_steps(self) -> int:
+        """Program steps its probes ran: to their outcome, or until frozen."""
+        return sum(end - start for _, start, end in self.spans)
 
 
 def speculative(spec: SearchSpec, first: Mapping[Hashable, Bracket], depth: int) -> Policy:
@@ -74,7 +86,8 @@ def simulate(
     at most running at once; `trial(key, value)`: the probe's outcome and duration."""
     outcomes: dict = {k: {} for k in keys}
     running: dict = {k: {} for k in keys}  # value -> the step it was launched at
-    probes, frozen, run_steps = dict.fromkeys(keys, 0), dict.fromkeys(keys, 0), dict.fromkeys(keys, 0)
+    spans: dict = {k: [] for k in keys}
+    frozen = dict.fromkeys(keys, 0)
     ended: dict = {}
     now = 0
     while True:
@@ -83,7 +96,7 @@ def simulate(
                 t = trial(key, v)
                 if start + t.steps <= now:
                     outcomes[key][v] = Outcome(t.success, now)
-                    run_steps[key] += t.steps
+                    spans[key].append((v, start, start + t.steps))
                     del values[v]
         states = {k: policy(k, outcomes[k], now) for k in keys if k not in ended}
         ended.update((k, (s.bracket, now)) for k, s in states.items() if s.done)
@@ -91,11 +104,10 @@ def simulate(
         busy = sum(len(values) for values in running.values())
         decision = scheduler.decide(open_states, {k: set(values) for k, values in running.items()}, slots - busy)
         for key, v in decision.freeze:
-            run_steps[key] += now - running[key].pop(v)
+            spans[key].append((v, running[key].pop(v), now))
             frozen[key] += 1
         for key, v in decision.launch:
             running[key][v] = now
-            probes[key] += 1
         if not open_states:
             break
         if not any(running.values()):
@@ -103,13 +115,34 @@ def simulate(
         now = next_boundary(
             now, segment, [start + trial(k, v).steps for k, values in running.items() for v, start in values.items()]
         )
-    return {k: Timeline(ended[k][0], ended[k][1], probes[k], frozen[k], run_steps[k], outcomes[k]) for k in keys}
+    return {k: Timeline(ended[k][0], ended[k][1], frozen[k], outcomes[k], tuple(spans[k])) for k in keys}
 
 
 def next_boundary(now: int, segment: int, ends: list[int]) -> int:
     """The first boundary after `now` at which a running probe's outcome is known: nothing changes at
     the ones before it (no outcome arrives, so no state, and no decision, does)."""
     return max(now + segment, -(-min(ends) // segment) * segment)
+
+
+def occupancy(
+    timelines: Mapping[Hashable, Timeline], program: Callable[[Hashable, int], P]
+) -> dict[P, tuple[int, int]]:
+    """program -> (steps it holds a live probe: the union of its probes' spans, its probes' steps summed);
+    `program(search, value)`: the program the search's probe at `value` runs in."""
+    spans = collections.defaultdict(list)
+    for key, t in timelines.items():
+        for value, start, end in t.spans:
+            spans[program(key, value)].append((start, end))
+    return {p: (live_steps(s), sum(end - start for start, end in s)) for p, s in spans.items()}
+
+
+def live_steps(spans: Iterable[tuple[int, int]]) -> int:
+    """Steps in the union of the [start, end) intervals `spans`."""
+    total, reach = 0, 0
+    for start, end in sorted(spans):
+        total += max(0, end - max(start, reach))
+        reach = max(reach, end)
+    return total
 
 
 POSITIONS = (0.2, 0.4, 0.6, 0.8)  # where, between a bracket's ends (geometrically), estimate puts the answers
