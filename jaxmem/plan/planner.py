@@ -10,8 +10,8 @@ jaxmem/plan/costs.py. Settings the spec gives itself are kept (overrides).
   least its point's initial upper bound), and for each the number of probes per round K, by the
   estimated time of the searches: compiles + rounds × the time of one round (`estimate`), or where the
   searches speculate (costs.SPECULATION), compiles + the step budgets of their critical path × the time of
-  one round (the outcome model of jaxmem.plan.search_timeline, as the dry-run's expected time), and takes
-  the fastest. More probes per round mean fewer rounds (a (K+1)-ary search) and, while the step costs its
+  one round (the critical path of jaxmem.plan.search_timeline's outcome model; the dry-run's expected time
+  charges each program its own busy steps on the same timelines instead), and takes the fastest. More probes per round mean fewer rounds (a (K+1)-ary search) and, while the step costs its
   floor, no slower rounds; once the slots' work exceeds the floor, each probe lengthens every round
   (on an H200 the Fig 1 grids' programs are there: benchmarks/README.md).
 - A folder keeps the plan of its first run (`pinned`): a resumed search replays its rounds with the
