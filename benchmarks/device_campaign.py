@@ -106,14 +106,15 @@ def gpu_presets() -> list[Preset]:
 
 
 def estimate_s(preset: Preset, device: str) -> float:
-    """The planner's estimate of the preset on `device` (jaxmem.plan.planner: compiles and every round)."""
+    """The planner's bound for the preset on `device` (jaxmem.plan.planner.Estimate.every_round_seconds: compiles
+    and every round, each run to its step budget): a cap from it stops no search the planner expects to end."""
     from jaxmem.cli.views import load_spec
     from jaxmem.experiments.registry import get
     from jaxmem.plan import planner
     from jaxmem.plan.target import named
 
     spec = load_spec(str(preset.path), PRESET, list(preset.changes))
-    return planner.plan(spec, get(spec.experiment), named(device)).estimate.seconds
+    return planner.plan(spec, get(spec.experiment), named(device)).estimate.every_round_seconds
 
 
 def ordered(presets: list[Preset], estimates: dict[str, float]) -> list[Preset]:

@@ -14,7 +14,7 @@ from jaxmem.plan import throughput
 from jaxmem.plan.layout import Knobs
 from jaxmem.plan.planner import plan, pinned_knobs
 from jaxmem.plan.target import Target, named
-from jaxmem.spec.sweep import parse
+from jaxmem.spec.sweep import load, parse
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_protocol import GRIDS, SEEDS_DEFAULT, jaxmem_spec  # noqa: E402  (the throughput issue's grids)
@@ -69,7 +69,11 @@ def test_a_speculating_plan_is_timed_by_its_critical_path(monkeypatch):
     assert speculating.seconds == pytest.approx(
         8.0 * speculating.compiles + speculating.path_budgets * speculating.round_seconds
     )
+    every_round = 8.0 * speculating.compiles + speculating.rounds * speculating.round_seconds
+    assert speculating.every_round_seconds == pytest.approx(every_round) and every_round > speculating.seconds
     barrier = plan(*protocol_grid("linear", engine={"speculation": 0}), named("h200")).estimate
+    eval_only = load(ROOT / "tests" / "specs" / "tiny_hebbian.toml")  # steps = 0: no budget to count a path in
+    assert plan(eval_only, get(eval_only.experiment), named("h200")).estimate.path_budgets == 0
     assert barrier.path_budgets == 0 and barrier.seconds == pytest.approx(
         8.0 * barrier.compiles + barrier.rounds * barrier.round_seconds
     )

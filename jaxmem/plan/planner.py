@@ -11,8 +11,9 @@ jaxmem/plan/costs.py. Settings the spec gives itself are kept (overrides).
   estimated time of the searches: compiles + rounds × the time of one round (`estimate`), or where the
   searches speculate (costs.SPECULATION), compiles + the step budgets of their critical path × the time of
   one round (the critical path of jaxmem.plan.search_timeline's outcome model; the dry-run's expected time
-  charges each program its own busy steps on the same timelines instead), and takes the fastest. More probes per round mean fewer rounds (a (K+1)-ary search) and, while the step costs its
-  floor, no slower rounds; once the slots' work exceeds the floor, each probe lengthens every round
+  charges each program its own busy steps on the same timelines instead), and takes the fastest. More
+  probes per round mean fewer rounds (a (K+1)-ary search) and, while the step costs its floor, no slower
+  rounds; once the slots' work exceeds the floor, each probe lengthens every round
   (on an H200 the Fig 1 grids' programs are there: benchmarks/README.md).
 - A folder keeps the plan of its first run (`pinned`): a resumed search replays its rounds with the
   probes they were planned with, and its runs keep their padding (float rounding), on any device.
@@ -55,6 +56,12 @@ class Estimate:
     round_seconds: float  # device time of the first round's steps
     seconds: float  # compiles and every round, or with speculation the critical path's step budgets
     path_budgets: float = 0.0  # speculating: the searches' critical path in step budgets (search_timeline)
+
+    @property
+    def every_round_seconds(self) -> float:
+        """Compiles and every round of the longest search, each run to its step budget, under a round barrier:
+        the upper bound a speculating plan's `seconds` improves on."""
+        return self.seconds + (self.rounds - (self.path_budgets or self.rounds)) * self.round_seconds
 
     def describe(self) -> str:
         per_search = f"{self.rounds} round(s) per search"
@@ -176,7 +183,7 @@ def estimate(spec: SweepSpec, exp: Experiment, knobs: Knobs, target: Target) -> 
             runs, _ = buckets.get(bucket, (0, config))
             buckets[bucket] = (runs + runs_per_config, config)
     seconds, compile_s = programs_seconds(spec, exp, layout, target, buckets)
-    if not knobs.speculation:
+    if not knobs.speculation or not spec.train.steps:  # no step budget (an eval-only search): nothing to overlap
         return Estimate(len(buckets), rounds, seconds, compile_s + rounds * seconds)
     first_runs = sum(runs for runs, _ in buckets.values()) // runs_per_config
     path = critical_path_budgets(spec, exp, layout, knobs, first_runs)
