@@ -10,6 +10,7 @@ import pytest
 from jaxmem.cli import views
 from jaxmem.cli.main import build_parser, main, output_folder
 from jaxmem.driver import sweep as driver
+from jaxmem.report import from_store
 from jaxmem.persistence.store import FILENAME, Store
 from jaxmem.spec.sweep import load, parse
 
@@ -54,7 +55,7 @@ def stored_fingerprint(out) -> str:
 def stopped_after_one_run(monkeypatch):
     """`jaxmem run` claims the folder and stores one of the sweep's two runs, compiling nothing."""
     monkeypatch.setattr(driver, "execute", lambda spec, out, store, *a, **kw: store.add_runs([RUN]))
-    monkeypatch.setattr(driver, "report", lambda out: out / "report.md")
+    monkeypatch.setattr(from_store, "report", lambda out: out / "report.md")  # the driver imports it when it reports
 
 
 def test_status_suggests_a_command_that_resumes_a_sweep_started_from_a_spec_path(tmp_path, capsys, monkeypatch):
