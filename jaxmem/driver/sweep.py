@@ -430,8 +430,9 @@ def execute(
     if found := already_done(sweep).resume_line():
         progress.note(found)
     started = time.time()
-    previous = float(store.meta().get("elapsed_s", 0.0))
-    loaded_before = json.loads(store.meta().get(COMPILE_CACHE, "{}")).get("loaded", 0)
+    before = store.meta()
+    previous = float(before.get("elapsed_s", 0.0))
+    loaded_before = json.loads(before.get(COMPILE_CACHE, "{}")).get("loaded", 0)
     handlers = {s: signal.signal(s, sweep.stopper.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         with progress, precision(spec.train.precision):
