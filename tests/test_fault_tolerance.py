@@ -50,7 +50,7 @@ from jaxmem.persistence.store import FILENAME, Store, StoreError
 KILL_SPEC = ROOT / "tests" / "specs" / "tiny_kill.toml"
 LINEAR_SPEC = ROOT / "tests" / "specs" / "tiny_linear.toml"
 TIMING = ["wall_time_s", "finished_at"]  # the only columns two runs of one sweep may differ in
-KILLS = 12
+KILLS = 6  # the default suite's kills in a row; the slow variant kills 100 times
 OTHER_HOST = "node-7.other-cluster"
 
 
@@ -203,7 +203,7 @@ def test_kill_9_at_random_points_in_a_row_then_resume(tmp_path, forkserver, xla_
         assert got[name] == text, name
     wall = time.perf_counter() - started
     text = log.read_text()
-    assert len(kills) >= 0.9 * count, f"only {len(kills)} kills landed before the sweep finished"
+    assert len(kills) >= int(0.9 * count), f"only {len(kills)} kills landed before the sweep finished"
     assert "corrupted" not in text and "Traceback" not in text
     assert not (out / "checkpoints").exists()
     print(

@@ -81,7 +81,9 @@ def slot(state, index: int):
 
 @pytest.mark.parametrize(
     "framework",
-    ["linen", pytest.param("nnx", marks=pytest.mark.slow), "equinox"],  # nnx: 8 s, its check below
+    # nnx (8 s) and equinox (14 s): slow; every example module's construction runs the padding check at its
+    # probe config (test_every_size_of_the_example_modules_passes_the_padding_check)
+    ["linen", pytest.param("nnx", marks=pytest.mark.slow), pytest.param("equinox", marks=pytest.mark.slow)],
 )
 def test_a_padded_module_run_equals_the_unpadded_one_over_seeds_and_learning_rates(module_experiments, framework):
     exp, config, metric = module_experiments[framework]
