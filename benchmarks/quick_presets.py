@@ -1,12 +1,17 @@
 """Every quick preset's wall time, compiles and compile seconds: as shipped (sweeps/<family>/data/<sweep>-quick,
-the run that made the shipped results) and, with --results, as a rerun's stores give them. Writes a Markdown
+the run that made the shipped results) and, with --results, as reruns' stores give them. Writes a Markdown
 table with the totals the compile-cost acceptance reads: presets over 3 minutes, and the compiles' share of the
 summed wall time.
 
-    python benchmarks/quick_presets.py [--results DIR] [--note TEXT] [--out benchmarks/RESULTS_quick_presets.md]
+    python benchmarks/quick_presets.py [--results [LABEL=]DIR [--note TEXT]] ... [--idle LABEL]
+                                       [--out benchmarks/RESULTS_quick_presets.md]
 
 DIR holds one `jaxmem run ... --preset quick --out DIR/<sweep>-quick` folder per preset (those present are
-read). A compile's seconds are its wall time in the driver's compile thread, which overlaps training.
+read); each --results adds its columns, headed by LABEL (default "rerun"), with the --note that follows it.
+--idle names the rerun measured on an otherwise idle machine: the last column then says, per preset, whether
+it runs in 3 minutes, by that measurement or, where a preset was not rerun idle, by a loaded rerun at most
+3 minutes long (a bound: load only slows a run), else "not measured idle". A compile's seconds are its wall
+time in the driver's compile thread, which overlaps training.
 """
 
 from __future__ import annotations
@@ -63,6 +68,8 @@ def rerun(results: Path) -> pd.DataFrame:
 def totals(frame: pd.DataFrame, prefix: str) -> str:
     """One line: presets, summed wall, summed compile seconds and their share, presets over the limit."""
     wall, compile_s = frame[f"{prefix}wall_s"].sum(), frame[f"{prefix}compile_s"].sum()
+    if frame.empty:
+        return "no finished preset"
     over = int((frame[f"{prefix}wall_s"] > LIMIT_S).sum())
     return (
         f"{len(frame)} presets, {wall / 60:,.1f} min of wall time, {compile_s / 60:,.1f} min compiling "
@@ -77,46 +84,83 @@ def cells(wall_s: float, compiles: float, compile_s: float) -> str:
     return f" {wall_s:,.0f} | {compiles:.0f} | {compile_s:,.0f} | {compile_s / wall_s:.0%} |"
 
 
-def table(frame: pd.DataFrame, with_rerun: bool) -> list[str]:
+def within_limit(row: dict, labels: list[str], idle: str | None) -> str:
+    """Whether a preset runs in LIMIT_S when idle: its idle rerun's wall, else a loaded rerun's within it (a
+    bound), else not known."""
+    if idle and not pd.isna(row[f"{idle}_wall_s"]):
+        seconds = row[f"{idle}_wall_s"]
+        return f"{'yes' if seconds <= LIMIT_S else 'no'} ({idle})"
+    loaded = [(row[f"{label}_wall_s"], label) for label in labels if label != idle]
+    loaded = [(seconds, label) for seconds, label in loaded if not pd.isna(seconds)]
+    if loaded and min(loaded)[0] <= LIMIT_S:
+        return f"yes (bound: {min(loaded)[1]})"
+    return "not measured idle"
+
+
+def table(frame: pd.DataFrame, labels: list[str], idle: str | None) -> list[str]:
     """The Markdown table, slowest shipped preset first."""
     head = "| family | sweep | wall s | compiles | compile s | compile share |"
     rule = "| --- | --- | ---: | ---: | ---: | ---: |"
-    if with_rerun:
-        head += " rerun wall s | rerun compiles | rerun compile s | rerun compile share |"
+    for label in labels:
+        head += f" {label} wall s | {label} compiles | {label} compile s | {label} compile share |"
         rule += " ---: | ---: | ---: | ---: |"
+    if idle:
+        head += f" idle ≤ {LIMIT_S:.0f} s |"
+        rule += " --- |"
     lines = [head, rule]
-    for r in frame.sort_values("wall_s", ascending=False).itertuples():
-        line = f"| {r.family} | {r.sweep} |" + cells(r.wall_s, r.compiles, r.compile_s)
-        if with_rerun:
-            line += cells(r.rerun_wall_s, r.rerun_compiles, r.rerun_compile_s)
+    for row in frame.sort_values("wall_s", ascending=False).to_dict("records"):
+        line = f"| {row['family']} | {row['sweep']} |" + cells(row["wall_s"], row["compiles"], row["compile_s"])
+        for label in labels:
+            line += cells(*(row[f"{label}_{k}"] for k in ("wall_s", "compiles", "compile_s")))
+        if idle:
+            line += f" {within_limit(row, labels, idle)} |"
         lines.append(line)
     return lines
 
 
+def labelled(text: str) -> tuple[str, Path]:
+    """(label, folder) of a --results value, LABEL=DIR or DIR (label "rerun")."""
+    label, _, folder = text.rpartition("=")
+    return label or "rerun", Path(folder)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--results", type=Path, help="a folder of a rerun's quick stores, <sweep>-quick each")
-    parser.add_argument("--note", default="", help="how the rerun ran (machine, load, commit), printed above it")
+    parser.add_argument("--results", action="append", default=[], help="[LABEL=]DIR: a rerun's quick stores")
+    parser.add_argument("--note", action="append", default=[], help="how the rerun before it ran (machine, load)")
+    parser.add_argument("--idle", help="the LABEL of the rerun measured on an otherwise idle machine")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "RESULTS_quick_presets.md")
     args = parser.parse_args()
+    reruns = [labelled(text) for text in args.results]
+    labels = [label for label, _ in reruns]
+    if args.idle and args.idle not in labels:
+        parser.error(f"--idle {args.idle}: no --results is labelled so (labels: {', '.join(labels) or 'none'})")
     frame = shipped()
+    command = " ".join(["python benchmarks/quick_presets.py", *(f"--results {t}" for t in args.results)])
     lines = [
         "# The quick presets' wall time and compiles",
         "",
-        "Written by `python benchmarks/quick_presets.py"
-        + (f" --results {args.results}`" if args.results else "`")
-        + ". *wall s*: the sweep's elapsed time; *compile s*: its programs' compile seconds summed (a compile "
-        "overlaps training in the driver's compile thread). The shipped columns are the runs that made the shipped "
-        "results, on this 2-core CPU, many of them beside other jobs.",
+        f"Written by `{command}{f' --idle {args.idle}' if args.idle else ''}`. *wall s*: the sweep's elapsed "
+        "time; *compile s*: its programs' compile seconds summed (a compile overlaps training in the driver's "
+        "compile thread). The shipped columns are the runs that made the shipped results, on this 2-core CPU, many "
+        "of them beside other jobs.",
         "",
         f"- As shipped: {totals(frame, '')}.",
     ]
-    if args.results:
-        again = rerun(args.results).add_prefix("rerun_").rename(columns={"rerun_sweep": "sweep"})
+    for index, (label, folder) in enumerate(reruns):
+        again = rerun(folder).add_prefix(f"{label}_").rename(columns={f"{label}_sweep": "sweep"})
         frame = frame.merge(again, on="sweep", how="left")
-        ran = frame.dropna(subset=["rerun_wall_s"])
-        lines.append(f"- Rerun ({args.note or args.results}): {totals(ran, 'rerun_')}.")
-    lines += ["", *table(frame, bool(args.results))]
+        ran = frame.dropna(subset=[f"{label}_wall_s"])
+        note = args.note[index] if index < len(args.note) else str(folder)
+        lines.append(f"- {label} ({note}): {totals(ran, f'{label}_')}.")
+    if args.idle:
+        verdicts = [within_limit(row, labels, args.idle) for row in frame.to_dict("records")]
+        known = sum(v.startswith("yes") for v in verdicts), sum(v.startswith("no") for v in verdicts)
+        lines.append(
+            f"- Within {LIMIT_S:.0f} s when idle: {known[0]} presets (by an idle run, or bounded by a loaded one), "
+            f"{known[1]} over, {len(verdicts) - sum(known)} not measured idle."
+        )
+    lines += ["", *table(frame, labels, args.idle)]
     args.out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines[:8]))
 
