@@ -111,6 +111,11 @@ def main() -> None:
                 ]
             )
         entries.append({"case": name, "family": exp.name, "dense_logits_bytes": logits, "slots": slots, "paths": paths})
+        write(args, machine, rows, entries)  # after every case: a run stopped at its limit keeps the cases done
+
+
+def write(args, machine: dict, rows: list, entries: list) -> None:
+    """The Markdown table (--out) and the device's entry of the planner's table (--table), of the cases so far."""
     command = " ".join(["python benchmarks/bench_cross_entropy.py", *sys.argv[1:]])
     lines = [
         "# Softmax cross-entropy: dense logits against the blocked loss (logits kept in cache)",
@@ -124,7 +129,7 @@ def main() -> None:
         *C.md_table(["case", "slots:", "loss", "step ms:", "vs dense:", "compile s:", "load:"], rows),
     ]
     args.out.write_text("\n".join(lines))
-    print("\n".join(lines))
+    print("\n".join(lines), flush=True)
     table = json.loads(args.table.read_text()) if args.table.is_file() else {}
     date = machine["date"].split(" ")[0]
     table[device_key(target_of(jax.devices()))] = {"date": date, "source": command, "cases": entries}

@@ -22,6 +22,7 @@ jaxmem-paper` run a part; `--core K` picks the core.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -165,12 +166,14 @@ def jaxmem_spec(grid: dict, seeds: list[int], mode: str, give_up: int) -> dict:
 def run_jaxmem(grid: dict, seeds: list[int], mode: str, give_up: int) -> dict:
     import jaxmem
     from jaxmem.persistence.store import load_results
+    from jaxmem.persistence.timeline import summary
 
     with tempfile.TemporaryDirectory() as tmp:
         jaxmem.run(jaxmem_spec(grid, seeds, mode, give_up), Path(tmp) / "out")
         searches = load_results(Path(tmp) / "out", "searches")
         compiles = load_results(Path(tmp) / "out", "compiles")
         runs = load_results(Path(tmp) / "out")
+        logical = summary(load_results(Path(tmp) / "out", "timeline"), compiles, grid["steps"])
     capacity = {}
     for row in searches.itertuples():
         capacity.setdefault(int(row.d), {})[int(row.seed)] = float(row.capacity)
@@ -180,6 +183,7 @@ def run_jaxmem(grid: dict, seeds: list[int], mode: str, give_up: int) -> dict:
         "compile_s": float(compiles["seconds"].sum()),
         "runs": len(runs),
         "steps": int(runs["steps_run"].sum()),
+        **({"critical_path": dataclasses.asdict(logical)} if logical else {}),
     }
 
 

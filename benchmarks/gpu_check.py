@@ -61,6 +61,10 @@ LOGIT_SHAPES = {  # experiment -> (rows, classes) of its training step's logits,
 SPEED_TARGETS = {"linear": 0.25, "mlp": 0.33}  # jaxmem default (5 seeds) ÷ protocol (1 seed), at most
 CAPACITY_TOLERANCE = 0.05  # jaxmem's median capacity over its seeds against the protocol's, per d
 BANDWIDTH_TARGET = 0.30  # the saturated assoc_memory MLP step's logits bytes/s ÷ the copy bandwidth
+STEP_TARGETS = {  # issue 39, against the first H200 run (28 Nov): the acceptance program's µs per step at most
+    "assoc_memory": 1117.0 / 3,  # (the MLP program at 256 slots, dense or blocked: the faster)
+}
+FLOPS_TARGETS = {"factual_recall": 3 * 4.5e12}  # issue 39: saturated useful FLOP/s at least
 STEP_BUDGET = 2**30  # a saturation run's step budget: never reached, so every slot stays live
 
 
@@ -124,6 +128,14 @@ FULL = Mode(
             (256,),
             acceptance_slots=256,
         ),  # (1024 slots: 4.45 against 4.36 µs per run and step, 28 Nov)
+        Saturation(  # the same program with its logits kept in cache (issue 39): 128 of the 512 classes at a time
+            "assoc_memory-mlp-blocked",
+            "assoc_memory",
+            {"model": "mlp", "d": 16, "m": 32, "N": 512, "loss_block": 128},
+            3e-2,
+            256,
+            (256,),
+        ),
         Saturation("assoc_memory-linear", "assoc_memory", {"model": "linear", "d": 32, "N": 512}, 1.0, 32, (256,)),
         Saturation(
             "assoc_memory-mlp-few",
@@ -152,6 +164,7 @@ FULL = Mode(
         "peaks": 60,
         "saturation": 60,
         "saturation/assoc_memory-mlp": 60,
+        "saturation/assoc_memory-mlp-blocked": 45,
         "saturation/assoc_memory-mlp-few": 40,  # two small programs: ~7 s of compile each
         "protocol/linear": 90,
         "jaxmem/linear": 90,
@@ -175,6 +188,14 @@ SMOKE = Mode(
             16,
             (4, 8),
             acceptance_slots=4,
+        ),
+        Saturation(
+            "assoc_memory-mlp-blocked",
+            "assoc_memory",
+            {"model": "mlp", "d": 8, "m": 16, "N": 64, "loss_block": 16},
+            3e-2,
+            16,
+            (4,),
         ),
         Saturation("assoc_memory-linear", "assoc_memory", {"model": "linear", "d": 8, "N": 64}, 1.0, 16, (4,)),
         Saturation(
@@ -527,6 +548,40 @@ def saturation_rows(sat: dict, peaks: dict | None) -> list[dict]:
     return out
 
 
+def step_verdict(found: list[tuple[Saturation, dict]], accepted: Saturation) -> tuple[str, str]:
+    """Issue 39's step-time case: the fastest µs per program step at `accepted.acceptance_slots` or more among
+    the saturation results of `accepted`'s program, whatever its loss path (`loss_block`), against
+    STEP_TARGETS of its experiment."""
+    same = [
+        (row, sat)
+        for case, sat in found
+        if case.experiment == accepted.experiment
+        and {k: v for k, v in sat["config"].items() if k != "loss_block"} == accepted.config
+        for row in sat["rows"]
+        if row["slots"] >= accepted.acceptance_slots
+    ]
+    if not same:
+        return "not run", ""
+    row, sat = min(same, key=lambda rs: rs[0]["step_s"])
+    path = f"loss_block {sat['config']['loss_block']}" if sat["config"].get("loss_block") else "dense loss"
+    return (
+        _pass(1e6 * row["step_s"] <= STEP_TARGETS[accepted.experiment]),
+        f"{1e6 * row['step_s']:.0f} µs at {row['slots']} slots, {path}",
+    )
+
+
+def flops_verdict(found: list[tuple[Saturation, dict]], experiment: str) -> tuple[str, str]:
+    """Issue 39's FLOP/s case: the best useful FLOP/s of `experiment`'s saturation results against
+    FLOPS_TARGETS."""
+    rows = [r for case, sat in found if case.experiment == experiment for r in saturation_rows(sat, None)]
+    if not rows:
+        return "not run", ""
+    best = max(rows, key=lambda r: r["flops_per_s"])
+    return _pass(
+        best["flops_per_s"] >= FLOPS_TARGETS[experiment]
+    ), f"{si(best['flops_per_s'], 'FLOP/s')} at {best['slots']} slots"
+
+
 def bandwidth_verdict(sat: dict | None, peaks: dict | None) -> tuple[str, str]:
     """The acceptance case: the best logits bytes/s at slot counts ≥ its threshold, against
     BANDWIDTH_TARGET × the copy bandwidth."""
@@ -730,6 +785,7 @@ def grids_section(meta: dict, cases: dict) -> list[str]:
                     f"{r['compile_s']:.1f}" if "compile_s" in r else "—",
                     r.get("runs", "—"),
                     f"{r['steps']:,}" if "steps" in r else "—",
+                    critical_path(r, grid["steps"]),
                     *(bp.capacities(r, d) if r else "—" for d in ds),
                 ]
             )
@@ -742,12 +798,25 @@ def grids_section(meta: dict, cases: dict) -> list[str]:
             "compile s:",
             "runs:",
             "steps:",
+            "critical path, step budgets (whole / mean per search):",
         ]
         lines += md_table(cols + [f"N* at d = {d}:" for d in ds], rows)
         plan = ((jaxmem or {}).get("result") or {}).get("plan")
         if plan:
             lines += ["jaxmem's plan (the planner's own words):", "", *(f"    {x}" for x in plan["describe"]), ""]
     return lines
+
+
+def critical_path(result: dict, budget: int) -> str:
+    """A grid case's critical path in step budgets: jaxmem's from its store's logical timeline (the whole
+    sweep / the mean search's end); the protocol's is all its steps, its runs going one at a time."""
+    found = result.get("critical_path")
+    if found:
+        return f"{found['path'] / budget:.2f} / {found['search_mean'] / budget:.2f}"
+    if "plan" not in result and result.get("steps") and result.get("capacity"):
+        whole = result["steps"] / budget
+        return f"{whole:.1f} / {whole / len(result['capacity']):.1f} (one run at a time)"
+    return "—"
 
 
 def acceptance_section(meta: dict, cases: dict, peaks: dict | None) -> list[str]:
@@ -767,12 +836,24 @@ def acceptance_section(meta: dict, cases: dict, peaks: dict | None) -> list[str]
             f"(target ≤ {100 * CAPACITY_TOLERANCE:.0f}% at every d): **{verdict}**."
         )
     accepted = next((s for s in mode.saturation if s.acceptance_slots), None)
+    found = [(s, result(cases, s.case)) for s in mode.saturation if result(cases, s.case)]
     if accepted:
         verdict, detail = bandwidth_verdict(result(cases, accepted.case), peaks)
         config = ", ".join(f"{k} = {v}" for k, v in accepted.config.items())
         lines.append(
             f"- saturated {accepted.experiment} ({config}, ≥ {accepted.acceptance_slots} slots): logits bytes/s "
             f"{detail or '—'} of the copy bandwidth (target ≥ {100 * BANDWIDTH_TARGET:.0f}%): **{verdict}**."
+        )
+        verdict, detail = step_verdict(found, accepted)
+        lines.append(
+            f"- the same program, dense or with its logits kept in cache: {detail or '—'} per step (target ≤ "
+            f"{STEP_TARGETS[accepted.experiment]:.0f} µs, a third of the first H200 run's 1,117): **{verdict}**."
+        )
+    for experiment, target in FLOPS_TARGETS.items():
+        verdict, detail = flops_verdict(found, experiment)
+        lines.append(
+            f"- saturated {experiment}: {detail or '—'} useful (target ≥ {si(target, 'FLOP/s')}, three times the "
+            f"first H200 run's 4.5 T): **{verdict}**."
         )
     return lines + [""]
 
