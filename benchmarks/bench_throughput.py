@@ -66,6 +66,8 @@ def device_rows(jsonl: Path) -> tuple[dict, dict]:
         if case.startswith("saturation/") and GC.FULL.saturation_of(case).floor:
             floor = min(r["step_s"] for r in result["rows"] if r["slots"] == 1)
             continue
+        if case.startswith("saturation/") and result["config"].get("loss_block"):
+            continue  # a loss path's measurement, not the program the planner sizes (plan/cross_entropy.json)
         if case.startswith("saturation/"):
             family = GC.FULL.saturation_of(case).experiment
             entries = [_row(result["flops_per_step"], r["slots"], r["step_s"], r["compile_s"]) for r in result["rows"]]
@@ -100,7 +102,7 @@ def from_device(paths: list[Path], table: Path) -> None:
         meta, rows = device_rows(jsonl)
         source, key = meta.pop("source"), meta["machine"]["device"].split(" (")[0]
         entry = entries.setdefault(key, {"sources": [], "families": {}})
-        entry.update(meta)
+        entry.update(meta | {"date": max(entry.get("date", ""), meta["date"])})  # the newest check's date
         entry["sources"].append(source)
         for family, found in rows.items():
             entry["families"].setdefault(family, []).extend(found)

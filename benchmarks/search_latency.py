@@ -5,13 +5,13 @@ The grids are `bench_protocol.py`'s (linear: d ∈ [8, 11, 16, 22, 32], lr 1, 4,
 11, 16], m = 2d, lr 0.03, 32,768 steps), 5 seeds, the default search spec, in one program of one H200
 holding a round of every search ((K + 2) × searches slots). K, the probes per round: the planner's
 choice for an H200 today (`jaxmem run … --dry-run --plan-for h200`), the 11 of the H200 run of 28 Nov
-(RESULTS_gpu_throughput.md: "today's" below), and others. Every search runs on a logical timeline
+(RESULTS_gpu_throughput_2026-11-28.md: "today's" below), and others. Every search runs on a logical timeline
 (jaxmem.plan.search_timeline): decisions at segment boundaries, an outcome seen at the boundary
 after it is known, at most the program's slots running at once.
 
 Outcome model of a probe at value N of a search with threshold N* (x = N / N*):
 
-- N* per (d, seed): the capacities the H200 run of these grids found (RESULTS_gpu_throughput.jsonl);
+- N* per (d, seed): the capacities the H200 run of these grids found (RESULTS_gpu_throughput_2026-11-28.jsonl);
 - x ≤ 1 succeeds, after a number of steps drawn (a deterministic hash of the search and N) from the
   quantiles of the steps-to-threshold of CPU runs per bin of x, as a share of their step budget, times
   a scale fitted so that the protocol's probes on the H200 protocol run's answers take its measured
@@ -61,7 +61,7 @@ ABOVE = (1.02, 1.05, 1.1, math.inf)  # and above it
 QUANTILES = 8  # steps-to-threshold per bin: its 0, 1/8, ..., 8/8 quantiles
 DEPTHS = (0, 1, 2, 3)
 PROBES = (7, 11, 23)  # probes per round compared besides the planner's: the H200 run's plan, fewer, more
-TODAY_PROBES = 11  # the plan of the H200 run (RESULTS_gpu_throughput.md): today's rounds
+TODAY_PROBES = 11  # the plan of the H200 run (RESULTS_gpu_throughput_2026-11-28.md): today's rounds
 VERDICT_DEPTH = 2
 TARGET_PATH, TARGET_RUN_STEPS = 1.5, 1.3  # issue 38: budgets per search; ÷ today's run-steps
 DRIVER_SECTION = "## Measured in the driver"  # the results file's section on real sweeps (driver_critical_path.py)
@@ -206,8 +206,8 @@ def grid_of(name: str, gpu_run: dict) -> Grid:
 
 
 def gpu_runs() -> dict:
-    """The H200 run's cases (RESULTS_gpu_throughput.jsonl): protocol/<grid> and jaxmem/<grid>."""
-    lines = (json.loads(line) for line in (HERE / "RESULTS_gpu_throughput.jsonl").read_text().splitlines())
+    """The H200 run's cases (RESULTS_gpu_throughput_2026-11-28.jsonl): protocol/<grid> and jaxmem/<grid>."""
+    lines = (json.loads(line) for line in (HERE / "RESULTS_gpu_throughput_2026-11-28.jsonl").read_text().splitlines())
     return {r["case"]: r["result"] for r in lines if r.get("status") == "ok"}
 
 
