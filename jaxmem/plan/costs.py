@@ -3,18 +3,19 @@
 Stated, not measured by the planner (benchmarks measure them):
 - FLOPS_PER_SECOND: useful FLOP/s one device sustains on these small vmapped programs. A CPU core
   ~12.5 GFLOP/s (benchmarks/RESULTS.md: a 2-core CPU saturates at 25–31 GFLOP/s). A GPU 7e12: an H200
-  sustained 4.5–11.5 TFLOP/s on the saturated small programs of benchmarks/RESULTS_gpu_throughput.md
-  (they are bound by memory bandwidth, which an H100 has 0.7× of) and 36–44 on paper-size buckets. A TPU:
+  sustained 4.4–11.5 TFLOP/s on the saturated small programs of benchmarks/RESULTS_gpu_throughput.md
+  (28 and 29 Nov; they are bound by memory bandwidth, which an H100 has 0.7× of) and 36–44 on paper-size buckets. A TPU:
   not measured, 2e13.
-- COMPILE_SECONDS: one bucket's compile. A CPU 2–4 s; an H200 6.4–16.8 s for the saturated programs of
-  benchmarks/RESULTS_gpu_throughput.md (7.5–8.0 s in its Fig 1 sweeps), 15–28 s for paper-size buckets
-  (benchmarks/RESULTS_paper_scale_gpu.md).
+- COMPILE_SECONDS: one bucket's compile. A CPU 2–4 s; an H200 4.3–16.8 s for the saturated programs of
+  benchmarks/RESULTS_gpu_throughput.md and its 28 Nov predecessor (6.8–8.0 s in their Fig 1 sweeps), 15–28 s
+  for paper-size buckets (benchmarks/RESULTS_paper_scale_gpu.md).
 - STEP_SECONDS: the least time one step of a program takes, however little it computes: a while
   loop's iteration and its kernel launches. A CPU ~20 µs. A GPU at most 0.32 ms: on an H200 the authors'
   protocol ran one unbatched Fig 1 MLP run's steps, each a Python-dispatched jit call, at 388,352 steps
-  in 124.3 s, compiles included (RESULTS_gpu_throughput.md). (The 6 ms of 250 slots that once set 1 ms
+  in 124.3 s, compiles included (RESULTS_gpu_throughput_2026-11-28.md). (The 6 ms of 250 slots that once set 1 ms
   here was measured on the H200 host's CPU, RESULTS_protocol_gpu.md.) A TPU: not measured, 1 ms.
-  A device's measured floor (jaxmem/plan/throughput.json) replaces these.
+  A device's measured floor (jaxmem/plan/throughput.json) replaces these: the H200's 1-slot Fig 1 MLP
+  program took 37.8 µs a step (RESULTS_gpu_throughput.md, 29 Nov).
 - TARGET_FLOPS: work per step one device should hold before more slots stop paying off (on a small CPU
   one run of moderate size already fills the cores; DESIGN: "What the hardware says"); MAX_SLOTS caps it.
 """
