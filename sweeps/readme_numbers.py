@@ -849,8 +849,19 @@ def run_preset(results: Path, block: Block) -> None:
     print(f"ran {block.sweep} {block.preset} in {time.monotonic() - started:.0f} s", flush=True)
 
 
+def another_spec(folder: Path, block: Block) -> str | None:
+    """What differs between the store in `folder` and the block's sweep as its spec file is now (a store run
+    before the spec changed what it computes), or None where they are the same sweep."""
+    from jaxmem.cli.views import spec_against_store
+
+    return spec_against_store(str(spec_path(block.sweep)), None, folder)[1]
+
+
 def ship(results: Path, block: Block) -> None:
-    """The block's store in `results` exported to its shipped folder (`jaxmem export`)."""
+    """The block's store in `results` exported to its shipped folder (`jaxmem export`); a store of another spec
+    than the sweep's file stops it (shipped results always describe the spec that ships with them)."""
+    if stale := another_spec(store_folder(results, block), block):
+        sys.exit(f"readme_numbers: not shipping {store_folder(results, block)}, a store of an older spec ({stale})")
     target = shipped_folder(block)
     manifest = export_results(store_folder(results, block), target)
     size = sum((target / name).stat().st_size for name in manifest["files"])
@@ -858,11 +869,19 @@ def ship(results: Path, block: Block) -> None:
 
 
 def numbers_folder(results: Path, scratch: Path, block: Block) -> Path | None:
-    """The output folder a block's store is read from: its own in `results`, else one imported into `scratch`
-    from its shipped results; None when there is neither."""
+    """The output folder a block's store is read from: its own in `results` (where it describes the sweep as its
+    spec file is now), else one imported into `scratch` from its shipped results; None when there is neither. A
+    store of another spec is named on stderr and left as it is."""
     folder = store_folder(results, block)
     if (folder / "results.sqlite").exists():
-        return folder
+        stale = another_spec(folder, block)
+        if stale is None:
+            return folder
+        print(
+            f"readme_numbers: {folder} is a store of an older spec ({stale}): read from the shipped results "
+            f"instead; remove it and `{regenerate_command(block)}` to replace it",
+            file=sys.stderr,
+        )
     if not (shipped_folder(block) / MANIFEST).exists():
         return None
     import_results(shipped_folder(block), scratch / folder.name)

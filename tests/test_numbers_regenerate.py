@@ -325,3 +325,21 @@ def test_the_shipped_table_reads_each_exports_manifest(tmp_path, monkeypatch):
         "",
         "1 preset shipped, 2 KiB in all.",
     ]
+
+
+def test_a_store_of_an_older_spec_is_named_read_from_the_shipped_results_and_never_shipped(tmp_path, capsys):
+    """results/numbers/<sweep>-quick written before the spec changed (here: another sweep's store under its name)
+    is read past with a warning naming what differs, and --ship refuses to export it."""
+    from jaxmem.persistence.shipped import import_results
+
+    numbers = script()
+    block = numbers.Block(ROOT / "README.md", "e3_parity", "quick", "verdicts", (), ())
+    stale = numbers.store_folder(tmp_path / "results", block)
+    import_results(ROOT / "sweeps" / "chen_li24" / "data" / "e1_phase1_bias-quick", stale)
+    folder = numbers.numbers_folder(tmp_path / "results", tmp_path / "scratch", block)
+    assert folder == tmp_path / "scratch" / "e3_parity-quick"
+    warning = capsys.readouterr().err
+    assert f"{stale} is a store of an older spec (e1_phase1_bias, preset quick; it differs in" in warning
+    assert "--run --sweeps e3_parity --presets quick" in warning
+    with pytest.raises(SystemExit, match="not shipping .* a store of an older spec"):
+        numbers.ship(tmp_path / "results", block)

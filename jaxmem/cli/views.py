@@ -87,22 +87,24 @@ def edited_report_table(name_or_path: str, preset: str | None, out: Path) -> dic
     """The `[report]` table of a spec file (with `preset`, by default the folder's own) for re-rendering
     the report of the sweep in `out`; SpecError when the file describes another sweep (anything that
     changes results differs: only [report], [engine] layout and the description may)."""
+    spec, changes = spec_against_store(name_or_path, preset, out)
+    if changes is not None:
+        raise SpecError(
+            name_or_path, [f"describes another sweep than {out} ({changes}); --spec may change the [report] table only"]
+        )
+    return spec.resolved.get("report", {})
+
+
+def spec_against_store(name_or_path: str, preset: str | None, out: Path) -> tuple[SweepSpec, str | None]:
+    """The spec file (with `preset`, by default the folder's own) and, where it describes another sweep than
+    the store in `out` (another fingerprint), the store's spec, preset and what differs, in words; else None."""
     meta = load_results(out, "meta").set_index("key")["value"].to_dict()
     stored, stored_spec = meta.get("preset") or None, json.loads(meta.get("resolved_spec", "{}"))
     spec = load_spec(name_or_path, preset if preset is not None else stored)
-    if meta.get("fingerprint") != spec.fingerprint:
-        results = [
-            {k: v for k, v in r.items() if k not in ("report", "description")} for r in (stored_spec, spec.resolved)
-        ]
-        changes = spec_changes(*results)
-        raise SpecError(
-            name_or_path,
-            [
-                f"describes another sweep than {out} ({meta.get('spec', '?')}, preset {stored or 'none'}{changes}); "
-                "--spec may change the [report] table only"
-            ],
-        )
-    return spec.resolved.get("report", {})
+    if meta.get("fingerprint") == spec.fingerprint:
+        return spec, None
+    results = [{k: v for k, v in r.items() if k not in ("report", "description")} for r in (stored_spec, spec.resolved)]
+    return spec, f"{meta.get('spec', '?')}, preset {stored or 'none'}{spec_changes(*results)}"
 
 
 def existing_output(out: Path) -> Path:
