@@ -30,6 +30,15 @@ def test_off_a_terminal_a_log_line_is_one_plain_line(capsys):
     assert f"[jaxmem] {LONG}\n" in capsys.readouterr().err
 
 
+def test_the_eta_is_of_the_queued_runs_and_says_that_open_searches_add_more():
+    shown = progress.Progress(quiet=True)
+    shown.advance(steps=100, runs=10)
+    shown.update(done=10, pending=5, searches=(2, 6))
+    assert "s (queued runs; searches add more)" in shown.info()
+    shown.update(done=10, pending=5, searches=(6, 6))
+    assert shown.info().endswith("s (queued runs)")
+
+
 def test_report_metadata_leaves_out_an_empty_preset():
     text = meta_section({"spec": "mine", "preset": "", "experiment": "assoc_memory"})
     assert "Preset" not in text and "- Spec: mine" in text

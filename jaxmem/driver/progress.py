@@ -70,7 +70,8 @@ class Progress:
     def info(self) -> str:
         elapsed = max(time.perf_counter() - self.started, 1e-9)
         rate = self.runs_this_session / elapsed
-        eta = f"{self.pending / rate:.0f}s (current round)" if rate > 0 and self.pending else "-"
+        queued = "queued runs; searches add more" if self.searches[0] < self.searches[1] else "queued runs"
+        eta = f"{self.pending / rate:.0f}s ({queued})" if rate > 0 and self.pending else "-"
         searches = f" | searches {self.searches[0]}/{self.searches[1]}" if self.searches[1] else ""
         return (
             f"runs {self.done} done, {self.pending} queued{searches} | {self.steps / elapsed:,.0f} steps/s | ETA {eta}"
