@@ -101,12 +101,18 @@ def from_device(paths: list[Path], table: Path) -> None:
     for jsonl in paths:
         meta, rows = device_rows(jsonl)
         source, key = meta.pop("source"), meta["machine"]["device"].split(" (")[0]
-        entry = entries.setdefault(key, {"sources": [], "families": {}})
+        entry = entries.setdefault(key, {"sources": [], "families": {}, **in_sweeps(measured.get(key, {}))})
         entry.update(meta | {"date": max(entry.get("date", ""), meta["date"])})  # the newest check's date
         entry["sources"].append(source)
         for family, found in rows.items():
             entry["families"].setdefault(family, []).extend(found)
     table.write_text(json.dumps(measured | entries, indent=1, sort_keys=True) + "\n")
+
+
+def in_sweeps(entry: dict) -> dict:
+    """What a device's entry holds that this script does not measure: its compiles inside sweeps
+    (benchmarks/compile_costs.py), kept when its rows are measured again."""
+    return {k: entry[k] for k in ("sweep_compile_seconds",) if k in entry}
 
 
 def main() -> None:
@@ -132,7 +138,8 @@ def main() -> None:
     measured = json.loads(path.read_text()) if path.is_file() else {}
     date = datetime.datetime.now().astimezone().strftime("%Y-%m-%d")
     machine = {k: v for k, v in C.machine().items() if k in ("cpu", "jax / jaxlib", "device")}
-    measured[key] = {"date": date, "machine": machine, "slots": args.slots, "families": rows}
+    kept = in_sweeps(measured.get(key, {}))
+    measured[key] = {"date": date, "machine": machine, "slots": args.slots, "families": rows, **kept}
     path.write_text(json.dumps(measured, indent=1, sort_keys=True) + "\n")
     print(json.dumps(measured[key], indent=1))
 

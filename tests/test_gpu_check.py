@@ -227,6 +227,31 @@ def test_device_records_become_the_planners_throughput_rows(tmp_path):
     assert (rate.step_seconds, rate.flops_per_second, rate.compile_seconds) == (5e-5, 2.8e7 * 256 / 1e-3, 9.0)
 
 
+def test_a_loss_paths_case_gives_no_row_and_compiles_inside_sweeps_are_charged_and_kept(tmp_path):
+    """A saturation case with a loss_block measures a loss path, not the planner's program: no row. A device's
+    sweep_compile_seconds (benchmarks/compile_costs.py) survive its rows being measured again, and a compile of
+    that family costs them; another family's the nearest row's."""
+    import bench_throughput as T
+    from jaxmem.plan import throughput
+    from jaxmem.plan.target import named
+
+    h200 = {"kind": "NVIDIA H200", "platform": "gpu", "count": 1, "jax": "0.11.2 / 0.11.2"}
+    blocked = {**saturation({256: 9e-4}), "config": {**MLP.config, "loss_block": 128}, "device": h200}
+    records = [
+        {"case": "meta", "started": 1.8e9},
+        {"case": "saturation/assoc_memory-mlp", "result": {**saturation({256: 1e-3}), "device": h200}},
+        {"case": "saturation/assoc_memory-mlp-blocked", "result": blocked},
+    ]
+    jsonl, table = tmp_path / "check.jsonl", tmp_path / "throughput.json"
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in records))
+    table.write_text(json.dumps({"NVIDIA H200": {"families": {}, "sweep_compile_seconds": {"assoc_memory": 12.5}}}))
+    T.from_device([jsonl], table)
+    measured = json.loads(table.read_text())
+    assert [r["step_seconds"] for r in measured["NVIDIA H200"]["families"]["assoc_memory"]] == [1e-3]
+    assert throughput.rate(named("h200"), "assoc_memory", 2.8e7, measured).compile_seconds == 12.5
+    assert throughput.rate(named("h200"), "factual_recall", 2.8e7, measured).compile_seconds == 9.0
+
+
 def test_a_reused_case_is_taken_from_the_earlier_records_not_run(tmp_path):
     """--reuse: paper_scale_check takes gpu_check's peaks of the same call instead of measuring them again."""
     peaks = {

@@ -7,7 +7,10 @@ compile. An estimate
 reads the family's entry nearest in FLOPs per run-step (another family's where its own is missing), and
 the stated figures of jaxmem/plan/costs.py where the device was never measured; the least time of a
 program step is the device's measured `step_floor_seconds` (a 1-slot program: benchmarks/gpu_check.py)
-where there is one, else the stated one (a saturated benchmark measures throughput, not that floor).
+where there is one, else the stated one (a saturated benchmark measures throughput, not that floor). A
+compile costs the family's `sweep_compile_seconds` where the device has them (the median compile of its
+shipped sweeps: benchmarks/compile_costs.py; a compile inside a sweep takes longer than alone), else the
+nearest entry's.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ def rate(target: Target, family: str, flops_per_run: float, measured: dict | Non
     size = flops_per_run if math.isfinite(flops_per_run) and flops_per_run > 0 else 1.0
     nearest = min(entries, key=lambda e: abs(math.log(e["flops_per_run_step"] / size)))
     source = f"measured on {device_key(target)}, {device.get('date', '?')}"
-    compile_seconds = nearest.get("compile_seconds", stated.compile_seconds)
+    in_sweeps = device.get("sweep_compile_seconds", {})  # a family's compiles inside its sweeps, where measured
+    compile_seconds = in_sweeps.get(family, nearest.get("compile_seconds", stated.compile_seconds))
     floor = device.get("step_floor_seconds", stated.step_seconds)
     return Rate(nearest["flops_per_second"], floor, compile_seconds, source)
