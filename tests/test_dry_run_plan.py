@@ -20,7 +20,7 @@ MANY = {  # 20 tiny programs, nothing compiled: more than plan_table.ROWS, so ro
     "fixed": {"model": "linear", "N": 8},
     "grid": {"d": [4 * k for k in range(1, 21)]},
     "train": {"steps": 8, "eval_every": 8, "learning_rates": [1e-2]},
-    "engine": {"pad_ratio": 1.0, "pad_to_max": []},  # (a CPU's plan would pad d to its largest: 8 steps each)
+    "engine": {"pad_ratio": 1.0},
 }
 TWO = {  # d = 512 needs 3 x 512² floats (3 MiB) per run: over a 1 MiB cap; d = 16 fits
     **MANY,

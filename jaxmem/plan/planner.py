@@ -2,9 +2,9 @@
 length) chosen from the device kind and count, the sweep's size and the stated costs of
 jaxmem/plan/costs.py. Settings the spec gives itself are kept (overrides).
 
-- On a CPU: the spec's settings (their defaults where it gives none), but for the padding: the spec's
-  ladders, a ratio-2 ladder of the searched size, or few programs, whichever the estimate below finds
-  fastest by a margin, a compile costing its family's measured seconds inside a sweep (jaxmem.plan.throughput).
+- On a CPU: the spec's settings (their defaults where it gives none), as before the planner. (Its padding
+  too: a coarser ladder that the estimate favoured ran 0.75-0.92x on three quick presets and 1.09-1.17x on
+  another, which the estimate could not tell apart: benchmarks/RESULTS_padding_cpu_ab.md.)
 - On an accelerator a program step costs its work at the device's measured (else stated) rate, and at
   least the device's step floor however little it computes; a compile costs its measured (else stated)
   seconds (jaxmem.plan.throughput). The planner compares the spec's padding ladders with "few programs"
@@ -47,8 +47,6 @@ PINNED = (  # what results (and, for a resumed search, its timeline: jaxmem.plan
     "speculation",
     "segment_steps",
 )
-COARSE_RATIO = 2.0  # the coarser ladder of a searched size a plan weighs (padding_options)
-HOST_MARGIN = 0.98  # a CPU's plan leaves the spec's padding only for one estimated this much faster (ties keep it)
 THRESHOLDS = 12  # answers tried (geometrically over a bracket) when counting a search's rounds
 MEMORY_SHARE = 0.8  # of a device's memory, what the estimates assume a program may use (--memory-cap's default)
 
@@ -97,45 +95,10 @@ def plan(spec: SweepSpec, exp: Experiment, target: Target, pinned: dict | None =
         note = "padding, probes and speculation pinned by this folder's first run"
         return Plan(knobs, target, estimate(spec, exp, knobs, target), (note,))
     if target.platform not in ACCELERATORS:
-        return _host_plan(spec, exp, target, base, given)
-    return _accelerator_plan(spec, exp, target, base, given)
-
-
-def _host_plan(spec: SweepSpec, exp: Experiment, target: Target, base: Knobs, given: frozenset[str]) -> Plan:
-    """The spec's settings, with the padding (`padding_options`) estimated fastest where it is HOST_MARGIN
-    faster than the spec's: a compile here costs its family's measured seconds inside a sweep, a program step
-    its work (no slot is free). A sweep without training keeps the spec's padding: the model gives its runs
-    no time, so it cannot weigh their padding."""
-    knobs, notes = speculating(spec, base, given, target.platform)
-    options = padding_options(spec, exp, knobs, given) if spec.train.steps else {}
-    timed = [(estimate(spec, exp, k, target), words, k) for words, k in options.items()]
-    if len(timed) < 2:
+        knobs, notes = speculating(spec, base, given, target.platform)
         note = f"{target.platform}: the spec's engine settings"
         return Plan(knobs, target, estimate(spec, exp, knobs, target), (note, *notes))
-    fastest, spec_padding = min(timed, key=lambda o: o[0].seconds), timed[0]
-    if fastest[0].seconds > HOST_MARGIN * spec_padding[0].seconds:
-        others = ", ".join(f"{e.seconds:.3g} s for {w}" for e, w, _ in timed[1:])
-        note = (
-            f"{target.platform}: the spec's engine settings (padding estimated {spec_padding[0].seconds:.3g} s, "
-            f"against {others}: none {HOST_MARGIN:g}x of it or less)"
-        )
-        return Plan(knobs, target, spec_padding[0], (note, *notes))
-    found, words, knobs = fastest
-    note = f"{target.platform}: the spec's engine settings but padding: {words}{_padding_reason(timed, words)}"
-    return Plan(knobs, target, found, (note, *notes))
-
-
-def padding_options(spec: SweepSpec, exp: Experiment, knobs: Knobs, given: frozenset[str]) -> dict[str, Knobs]:
-    """The paddings a plan weighs, in words: the spec's ladders; where the spec leaves it, a COARSE_RATIO
-    ladder of the searched size (fewer programs, each probe padded by at most that ratio); few programs."""
-    options = {"the spec's padding ladders": knobs}
-    if spec.search and "search_pad_ratio" not in given and knobs.search_pad_ratio < COARSE_RATIO:
-        coarse = dataclasses.replace(knobs, search_pad_ratio=COARSE_RATIO)
-        options[f"the searched {spec.search.variable} on a ratio-{COARSE_RATIO:g} ladder"] = coarse
-    few = few_programs(spec, exp, knobs, given)
-    if few != knobs:
-        options["few programs (" + _few_words(few, spec) + ")"] = few
-    return options
+    return _accelerator_plan(spec, exp, target, base, given)
 
 
 def speculating(spec: SweepSpec, knobs: Knobs, given: frozenset[str], platform: str) -> tuple[Knobs, tuple[str, ...]]:
@@ -164,7 +127,10 @@ def speculating(spec: SweepSpec, knobs: Knobs, given: frozenset[str], platform: 
 def _accelerator_plan(spec: SweepSpec, exp: Experiment, target: Target, base: Knobs, given: frozenset[str]) -> Plan:
     fewer_syncs = dataclasses.replace(base, segment_seconds=ACCELERATOR_SEGMENT_SECONDS)
     segment = base if "segment_seconds" in given else fewer_syncs
-    paddings = padding_options(spec, exp, segment, given)
+    paddings = {"the spec's padding ladders": segment}
+    few = few_programs(spec, exp, segment, given)
+    if few != segment:
+        paddings["few programs (" + _few_words(few, spec) + ")"] = few
     options = []
     for words, knobs in paddings.items():
         for k in _probe_choices(spec, knobs, given):
