@@ -80,24 +80,29 @@ def run_idle(presets: list[str], results: Path) -> None:
 def store_compiles(folders: list[Path]) -> pd.DataFrame:
     """One row per compile of every store in `folders` (each a store, or a folder of stores): family, sweep,
     seconds."""
-    frames = []
-    for top in folders:
-        for folder in [top] if (top / "results.sqlite").exists() else sorted(top.iterdir()):
-            if not (folder / "results.sqlite").exists():
-                continue
-            meta = load_results(folder, "meta").set_index("key")["value"]
-            compiles = load_results(folder, "compiles")
-            frames.append(compiles.assign(family=meta["experiment"], sweep=folder.name.removesuffix("-quick")))
-    return pd.concat(frames, ignore_index=True)[["family", "sweep", "seconds"]]
+    stores = [f for top in folders for f in ([top] if (top / "results.sqlite").exists() else sorted(top.iterdir()))]
+    return labelled(
+        (f.name, load_results(f, "meta"), load_results(f, "compiles"))
+        for f in stores
+        if (f / "results.sqlite").exists()
+    )
 
 
 def shipped_compiles(sweeps: Path = ROOT / "sweeps") -> pd.DataFrame:
     """One row per compile of every shipped quick export: family, sweep, seconds."""
-    frames = []
-    for folder in sorted(sweeps.glob("*/data/*-quick")):
-        meta = pd.read_parquet(folder / "meta.parquet").set_index("key")["value"]
-        compiles = pd.read_parquet(folder / "compiles.parquet")
-        frames.append(compiles.assign(family=meta["experiment"], sweep=folder.name.removesuffix("-quick")))
+    return labelled(
+        (f.name, pd.read_parquet(f / "meta.parquet"), pd.read_parquet(f / "compiles.parquet"))
+        for f in sorted(sweeps.glob("*/data/*-quick"))
+    )
+
+
+def labelled(found) -> pd.DataFrame:
+    """The compiles of each (folder name, meta table, compiles table) of `found`, as rows of family (the
+    meta's experiment), sweep and seconds."""
+    frames = [
+        compiles.assign(family=meta.set_index("key")["value"]["experiment"], sweep=name.removesuffix("-quick"))
+        for name, meta, compiles in found
+    ]
     return pd.concat(frames, ignore_index=True)[["family", "sweep", "seconds"]]
 
 

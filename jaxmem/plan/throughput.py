@@ -9,8 +9,8 @@ the stated figures of jaxmem/plan/costs.py where the device was never measured; 
 program step is the device's measured `step_floor_seconds` (a 1-slot program: benchmarks/gpu_check.py)
 where there is one, else the stated one (a saturated benchmark measures throughput, not that floor). A
 compile costs the family's `sweep_compile_seconds` where the device has them (the median compile of its
-shipped sweeps: benchmarks/compile_costs.py; a compile inside a sweep takes longer than alone), else the
-nearest entry's.
+quick sweeps run one at a time on the idle device: benchmarks/compile_costs.py; a compile inside a sweep takes
+longer than alone), else the nearest entry's.
 """
 
 from __future__ import annotations
