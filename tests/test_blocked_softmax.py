@@ -10,6 +10,7 @@ import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from helpers import run_steps
+from jaxmem.experiments import pallas_softmax
 from jaxmem.experiments.blocked_softmax import blocked_argmax, blocked_cross_entropy, logits_bytes
 from jaxmem.experiments.interface import Costs
 from jaxmem.experiments.nichani24 import assoc_memory, factual_recall
@@ -36,37 +37,46 @@ def dense_loss(features, weights, targets, form="log_softmax", rows=ROWS, classe
     return mean_target_nll(z, targets, rows, jnp.sum(rows), form)
 
 
-def blocked_loss(features, weights, targets, block, form="log_softmax", rows=ROWS, classes=CLASSES):
-    return jnp.sum(blocked_cross_entropy(features, weights, targets, rows, classes, block, form)) / jnp.sum(rows)
+def blocked_loss(features, weights, targets, block, form="log_softmax", rows=ROWS, classes=CLASSES, kernel="xla"):
+    nll = blocked_cross_entropy(features, weights, targets, rows, classes, block, form, kernel)
+    return jnp.sum(nll) / jnp.sum(rows)
 
 
 dense_grads = jax.jit(jax.value_and_grad(dense_loss, (0, 1)), static_argnums=3)
-blocked_grads = jax.jit(jax.value_and_grad(blocked_loss, (0, 1)), static_argnums=(3, 4))
+blocked_grads = jax.jit(jax.value_and_grad(blocked_loss, (0, 1)), static_argnums=(3, 4, 7))
 
 
 @pytest.mark.parametrize(
-    "block, form",
-    [(1, "log_softmax"), (4, "log_softmax"), (16, "log_softmax"), (4, "log_of_softmax")],  # 4 does not divide M
+    "block, form, kernel",
+    [
+        (1, "log_softmax", "xla"),
+        (4, "log_softmax", "xla"),  # 4 does not divide M
+        (16, "log_softmax", "xla"),
+        (4, "log_of_softmax", "xla"),
+        (4, "log_of_softmax", "pallas"),  # interpreted on a CPU: tiles of 16 rows and 16 classes, width 16
+    ],
 )
-def test_blocked_loss_and_gradients_equal_the_dense_ones(block, form):
+def test_blocked_loss_and_gradients_equal_the_dense_ones(block, form, kernel):
     features, weights, targets = problem()
     want, (want_f, want_w) = dense_grads(features, weights, targets, form)
-    got, (got_f, got_w) = blocked_grads(features, weights, targets, block, form)
+    got, (got_f, got_w) = blocked_grads(features, weights, targets, block, form, ROWS, CLASSES, kernel)
     np.testing.assert_allclose(got, want, rtol=1e-6)
     np.testing.assert_allclose(got_f, want_f, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got_w, want_w, rtol=1e-5, atol=1e-6)
-    rows = jax.jit(blocked_cross_entropy, static_argnums=(5, 6))(features, weights, targets, ROWS, CLASSES, block, form)
+    per_row = jax.jit(blocked_cross_entropy, static_argnums=(5, 6, 7))
+    rows = per_row(features, weights, targets, ROWS, CLASSES, block, form, kernel)
     assert not bool(jnp.any(rows[~ROWS])) and not bool(jnp.any(got_f[~ROWS])), "padded rows are not exactly 0"
     assert bool(jnp.all(jnp.isfinite(got_f))) and bool(jnp.all(jnp.isfinite(got_w)))
 
 
-def test_the_authors_form_overflows_blocked_as_dense():
+@pytest.mark.parametrize("kernel", ["xla", "pallas"])
+def test_the_authors_form_overflows_blocked_as_dense(kernel):
     """log(softmax(.)) of an active row whose target probability underflows: loss inf, gradients NaN
-    (how the engine sees the lr = 1000 runs diverge), blocked as dense."""
+    (how the engine sees the lr = 1000 runs diverge), blocked as dense, by either kernel."""
     features, weights, targets = problem()
     features = features.at[0].set(50.0 * weights[1] - 50.0 * weights[targets[0]])
     dense = dense_grads(features, weights, targets, "log_of_softmax")
-    blocked = blocked_grads(features, weights, targets, 4, "log_of_softmax")
+    blocked = blocked_grads(features, weights, targets, 4, "log_of_softmax", ROWS, CLASSES, kernel)
     assert float(dense[0]) == float(blocked[0]) == np.inf
     for want, got in zip(dense[1], blocked[1]):
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
@@ -88,7 +98,8 @@ def test_blocked_argmax_equals_jnp_argmax_with_ties_and_nan():
     np.testing.assert_array_equal(blocked(features, nan_class, classes, 3), dense(features, nan_class))
 
 
-def test_vmapped_over_runs_and_under_shard_map_like_the_engine():
+@pytest.mark.parametrize("kernel", ["xla", "pallas"])
+def test_vmapped_over_runs_and_under_shard_map_like_the_engine(kernel):
     """Runs with their own true sizes (traced masks) in one vmapped value_and_grad, inside a shard_map over
     the runs axis (the engine's program); each equals its own dense loss."""
     runs = [problem(seed) for seed in range(2)]
@@ -97,10 +108,14 @@ def test_vmapped_over_runs_and_under_shard_map_like_the_engine():
     targets = jnp.minimum(targets, jnp.array([8, 5])[:, None])
 
     def one(f, w, y, r, c):
-        return jax.value_and_grad(blocked_loss, (0, 1))(f, w, y, 4, "log_softmax", r, c)
+        return jax.value_and_grad(blocked_loss, (0, 1))(f, w, y, 4, "log_softmax", r, c, kernel)
 
     mesh = Mesh(np.array(jax.devices()[:1]), ("runs",))
-    mapped = jax.jit(jax.shard_map(jax.vmap(one), mesh=mesh, in_specs=P("runs"), out_specs=P("runs")))
+    # Pallas' interpreter cannot type-check varying axes (its grid loop drops them); on a GPU the kernels
+    # lower under the engine's check (test_the_fused_kernels_lower_to_triton_under_the_engines_shard_map).
+    check = kernel == "xla"
+    sharded = jax.shard_map(jax.vmap(one), mesh=mesh, in_specs=P("runs"), out_specs=P("runs"), check_vma=check)
+    mapped = jax.jit(sharded)
     on_mesh = lambda a: jax.device_put(a, NamedSharding(mesh, P("runs")))  # noqa: E731
     loss, (d_f, d_w) = mapped(*map(on_mesh, (features, weights, targets, rows, classes)))
     for i in range(2):
@@ -108,6 +123,31 @@ def test_vmapped_over_runs_and_under_shard_map_like_the_engine():
         np.testing.assert_allclose(loss[i], want, rtol=1e-6)
         np.testing.assert_allclose(d_f[i], want_f, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(d_w[i], want_w, rtol=1e-5, atol=1e-6)
+
+
+def test_the_fused_kernels_lower_to_triton_under_the_engines_shard_map(monkeypatch):
+    """The Pallas path as a GPU would compile it, lowered here for CUDA: vmapped over runs inside a
+    shard_map that checks varying axes (the engine's training program), with a block, a width and row and
+    class counts that are no powers of two (padded to tiles): three Triton kernels, no interpreter."""
+    monkeypatch.setattr(pallas_softmax, "interpret", lambda: False)
+    rows, classes, width, runs = 40, 37, 12, 2
+
+    def loss(f, w, y, r, c):
+        return jnp.sum(blocked_cross_entropy(f, w, y, r, c, 20, "log_softmax", "pallas"))
+
+    mesh = jax.sharding.AbstractMesh((1,), ("runs",))
+    grads = jax.vmap(jax.value_and_grad(loss, (0, 1)))
+    program = jax.jit(jax.shard_map(grads, mesh=mesh, in_specs=P("runs"), out_specs=P("runs"), check_vma=True))
+    shapes = [((runs, rows, width), jnp.float32), ((runs, classes, width), jnp.float32), ((runs, rows), jnp.int32)]
+    shapes += [((runs, rows), bool), ((runs, classes), bool)]
+    triton = "__gpu$xla.gpu.triton"
+    to_cuda = jax.export.export(
+        program, platforms=["cuda"], disabled_checks=[jax.export.DisabledSafetyCheck.custom_call(triton)]
+    )
+    with jax.default_matmul_precision("highest"):
+        module = to_cuda(*(jax.ShapeDtypeStruct(*s) for s in shapes)).mlir_module()
+    names = ("softmax_statistics", "softmax_feature_grad", "softmax_weight_grad")
+    assert module.count(f"@{triton}") == 3 and all(f'name = "{n}"' in module for n in names)
 
 
 def test_blocked_loss_holds_no_n_by_m_buffer():

@@ -25,11 +25,14 @@ ASSOC = [  # (config, loss form): every model, both loss forms
 FACTS = {"S": 5, "R": 3, "D": 3, "d": 12, "H": 2, "d_h": 4, "m": 10, "T": 8, "batch": 64, "test_size": 64}
 
 
-def loss_grads_metrics(exp, config: dict, block: int):
-    """The family's loss, its gradients and its metrics at init, sizes padded by PAD, `loss_block` = block
-    (traced only, to be jitted by the caller)."""
+PATHS = ((0, "xla"), (16, "xla"), (16, "pallas"))  # (loss_block, loss_kernel): dense first; Pallas interpreted
+
+
+def loss_grads_metrics(exp, config: dict, block: int, kernel: str):
+    """The family's loss, its gradients and its metrics at init, sizes padded by PAD, on the loss path
+    (`block`, `kernel`) (traced only, to be jitted by the caller)."""
     config = exp.effective(config)
-    shape = static_shape(exp, {**config, "loss_block": block}, PAD)
+    shape = static_shape(exp, {**config, "loss_block": block, "loss_kernel": kernel}, PAD)
     dyn = {k: jnp.asarray(v) for k, v in traced_values(exp, config).items()}
     key = run_key(0, 3)
     params, problem = exp.init(key, shape, dyn)
@@ -38,15 +41,16 @@ def loss_grads_metrics(exp, config: dict, block: int):
 
 @pytest.fixture(scope="session")
 def both_paths():
-    """(dense, blocked) loss, gradients and metrics of every case, in one compiled program."""
+    """Loss, gradients and metrics of every case on each of PATHS, in one compiled program."""
     cases = [(assoc_memory.EXPERIMENT, {**c, "loss_form": form}) for c, form in ASSOC]
     cases.append((factual_recall.EXPERIMENT, FACTS))
-    return jax.jit(lambda: [[loss_grads_metrics(exp, config, b) for b in (0, 16)] for exp, config in cases])()
+    return jax.jit(lambda: [[loss_grads_metrics(exp, config, *path) for path in PATHS] for exp, config in cases])()
 
 
+@pytest.mark.parametrize("path", range(1, len(PATHS)), ids=[f"{k}-{b}" for b, k in PATHS[1:]])
 @pytest.mark.parametrize("case", range(len(ASSOC) + 1), ids=[c["model"] for c, _ in ASSOC] + ["factual_recall"])
-def test_the_blocked_loss_equals_the_dense_one_in_value_gradients_and_metrics(both_paths, case):
-    ((want, want_grads), want_metrics), ((got, got_grads), got_metrics) = both_paths[case]
+def test_the_blocked_loss_equals_the_dense_one_in_value_gradients_and_metrics(both_paths, case, path):
+    ((want, want_grads), want_metrics), ((got, got_grads), got_metrics) = both_paths[case][0], both_paths[case][path]
     assert np.isfinite(want) and set(got_grads) == set(want_grads)
     np.testing.assert_allclose(got, want, rtol=1e-5)
     for name in want_grads:

@@ -27,6 +27,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
+from jaxmem.experiments import pallas_softmax
 from jaxmem.experiments.interface import static
 
 FORMS = ("log_softmax", "log_of_softmax")  # −log softmax(z)[y] computed stably, or the authors' −log(softmax(z)[y])
@@ -39,6 +40,16 @@ LOSS_BLOCK = static(
     0,
     minimum=0,
 )
+KERNELS = ("xla", "pallas")  # the blocked passes as a lax.scan XLA compiles, or as fused Pallas kernels
+LOSS_KERNEL = static(
+    str,
+    "how the blocked cross-entropy runs: 'xla' (a lax.scan over blocks) or 'pallas' (fused kernels that keep "
+    "each logit tile on chip: jaxmem/experiments/pallas_softmax.py); set by the planner where measured "
+    "faster, never part of a run's identity",
+    "xla",
+    choices=KERNELS,
+)
+LOSS_PATH = {"loss_block": LOSS_BLOCK, "loss_kernel": LOSS_KERNEL}  # the derived entries of a family using it
 
 
 # Logit-sized buffers XLA keeps at once in a jitted value_and_grad: N × M dense, N × B blocked (measured
@@ -47,8 +58,9 @@ LOGIT_COPIES = 2
 
 
 def with_loss_block(config) -> dict:
-    """The config with its `loss_block` (dense, 0, unless the planner or a caller set one)."""
-    return {**config, "loss_block": config.get("loss_block", 0)}
+    """The config with its loss path: `loss_block` (dense, 0) and `loss_kernel` ('xla') unless the planner
+    or a caller set them."""
+    return {**config, "loss_block": config.get("loss_block", 0), "loss_kernel": config.get("loss_kernel", "xla")}
 
 
 def logits_bytes(rows: int, classes: int, block: int) -> float:
@@ -81,7 +93,7 @@ def _is_target(targets, start, size):
 
 
 def _log_sum_exp(features, weights, targets, class_mask, block):
-    """Per row: the max logit m, Σ exp(z − m) and the target's logit, over the active classes."""
+    """Per row: the max logit m, Σ exp(z − m) and the target's logit, over the active classes (the scan)."""
     w, mask, starts = _blocks(weights, class_mask, block)
 
     def step(carry, xs):
@@ -99,10 +111,11 @@ def _log_sum_exp(features, weights, targets, class_mask, block):
     return m, s, t
 
 
-def _row_nll(features, weights, targets, row_mask, class_mask, block, form):
+def _row_nll(features, weights, targets, row_mask, class_mask, block, form, kernel):
     """(per-row nll, residuals for the backward pass)."""
     features = jnp.where(row_mask[:, None], features, 0.0)
-    m, s, t = _log_sum_exp(features, weights, targets, class_mask, block)
+    statistics = pallas_softmax.statistics if kernel == "pallas" else _log_sum_exp
+    m, s, t = statistics(features, weights, targets, class_mask, block)
     lse = m + jnp.log(s)
     if form == "log_of_softmax":
         p_target = jnp.exp(t - m) / s
@@ -113,17 +126,25 @@ def _row_nll(features, weights, targets, row_mask, class_mask, block, form):
     return jnp.where(row_mask, nll, 0.0), (features, weights, targets, row_mask, class_mask, lse, scale)
 
 
-@partial(jax.custom_vjp, nondiff_argnums=(5, 6))
-def _blocked_nll(features, weights, targets, row_mask, class_mask, block, form):
-    return _row_nll(features, weights, targets, row_mask, class_mask, block, form)[0]
+@partial(jax.custom_vjp, nondiff_argnums=(5, 6, 7))
+def _blocked_nll(features, weights, targets, row_mask, class_mask, block, form, kernel):
+    return _row_nll(features, weights, targets, row_mask, class_mask, block, form, kernel)[0]
 
 
-def _backward(block, form, residuals, g):
-    """d nll / d z = g·(softmax(z) − onehot(y)) per block, never stored whole: accumulated into the
-    feature gradient and, per block, into that block's slice of the weight gradient."""
+def _backward(block, form, kernel, residuals, g):
+    """d nll / d z = g·(softmax(z) − onehot(y)) per block, never stored whole (`_scan_gradients`, or
+    the fused kernels)."""
     features, weights, targets, row_mask, class_mask, lse, scale = residuals
-    w, mask, starts = _blocks(weights, class_mask, block)
     coef = jnp.where(row_mask, g * scale, 0.0)
+    gradients = pallas_softmax.gradients if kernel == "pallas" else _scan_gradients
+    d_features, d_weights = gradients(features, weights, targets, class_mask, lse, coef, block)
+    return d_features, d_weights, None, None, None
+
+
+def _scan_gradients(features, weights, targets, class_mask, lse, coef, block):
+    """(d features, d weights) block by block in a scan: each block's dz accumulated into the feature
+    gradient and written whole into that block's slice of the weight gradient."""
+    w, mask, starts = _blocks(weights, class_mask, block)
 
     def step(d_features, xs):
         w_block, mask_block, start = xs
@@ -132,22 +153,25 @@ def _backward(block, form, residuals, g):
         return d_features + dz @ w_block, dz.T @ features
 
     d_features, d_w = jax.lax.scan(step, jnp.zeros_like(features), (w, mask, starts))
-    d_weights = d_w.reshape(-1, weights.shape[1])[: weights.shape[0]]
-    return d_features, d_weights, None, None, None
+    return d_features, d_w.reshape(-1, weights.shape[1])[: weights.shape[0]]
 
 
 _blocked_nll.defvjp(_row_nll, _backward)
 
 
-def blocked_cross_entropy(features, weights, targets, row_mask, class_mask, block: int, form: str = "log_softmax"):
+def blocked_cross_entropy(
+    features, weights, targets, row_mask, class_mask, block: int, form: str = "log_softmax", kernel: str = "xla"
+):
     """Per-row −log softmax(features @ weightsᵀ)[targets] over the classes in `class_mask`, computed
-    `block` classes at a time (see the module doc); 0 on rows outside `row_mask`. `form`: one of FORMS.
-    Differentiable in `features` and `weights`; vmaps like any JAX function."""
+    `block` classes at a time (see the module doc); 0 on rows outside `row_mask`. `form`: one of FORMS;
+    `kernel`: one of KERNELS. Differentiable in `features` and `weights`; vmaps like any JAX function."""
     if form not in FORMS:
         raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
     if block < 1:
         raise ValueError(f"block must be >= 1, got {block}")
-    return _blocked_nll(features, weights, targets, row_mask, class_mask, block, form)
+    return _blocked_nll(features, weights, targets, row_mask, class_mask, block, form, kernel)
 
 
 def blocked_argmax(features, weights, class_mask, block: int) -> jax.Array:

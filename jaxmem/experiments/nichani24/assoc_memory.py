@@ -15,7 +15,8 @@ relabelling). Models, each predicting argmax_y u_yᵀ F(e_x):
 
 `loss_block` (derived, 0 unless the planner sets one): the loss and the argmax over the M outputs are
 computed that many outputs at a time (`jaxmem.experiments.blocked_softmax`), never holding the N × M
-logits; equal to the dense loss to float32 rounding, in both loss forms.
+logits; equal to the dense loss to float32 rounding, in both loss forms. `loss_kernel` (derived, 'xla'
+unless the planner sets 'pallas'): the loss's blocked passes as fused kernels with the logits on chip.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import optax
 
 from jaxmem.experiments import draws as jr
 from jaxmem.experiments.blocked_softmax import (
-    LOSS_BLOCK,
+    LOSS_PATH,
     blocked_argmax,
     blocked_cross_entropy,
     logits_bytes,
@@ -160,7 +161,8 @@ def loss(params, problem, shape, dyn, key=None) -> jax.Array:
     rows, y = jr.active_mask(shape["N"], dyn["N"]), targets(shape, dyn)
     if shape["loss_block"]:
         features, outputs = memory_output(params, problem, shape), jr.active_mask(shape["M"], dyn["M"])
-        nll = blocked_cross_entropy(features, problem["U"], y, rows, outputs, shape["loss_block"], shape["loss_form"])
+        block, form, kernel = shape["loss_block"], shape["loss_form"], shape["loss_kernel"]
+        nll = blocked_cross_entropy(features, problem["U"], y, rows, outputs, block, form, kernel)
         return jnp.sum(nll) / dyn["N"]
     return mean_target_nll(logits(params, problem, shape, dyn), y, rows, dyn["N"], shape["loss_form"])
 
@@ -216,7 +218,7 @@ EXPERIMENT = Experiment(
     evaluate=evaluate,
     optimizer=optimizer,
     resolve=resolve,
-    derived={"loss_block": LOSS_BLOCK},
+    derived=LOSS_PATH,
     check=check,
     costs=Costs(params=num_params, bits=info_bits, flops_per_step=flops_per_step, temp_bytes=temp_bytes),
 )

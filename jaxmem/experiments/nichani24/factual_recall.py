@@ -22,7 +22,8 @@ start at 0 and get zero gradient, padded answers get logit −inf, so a padded r
 
 `loss_block` (derived, 0 unless the planner sets one): the cross-entropy and the argmax over the R·D answers
 are computed that many answers at a time (`jaxmem.experiments.blocked_softmax`), never holding the
-sequences × answers logits; equal to the dense ones to float32 rounding.
+sequences × answers logits; equal to the dense ones to float32 rounding. `loss_kernel` (derived, 'xla' unless
+the planner sets 'pallas'): the loss's blocked passes as fused kernels with the logits on chip.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import jax.numpy as jnp
 
 from jaxmem.experiments import draws as jr
 from jaxmem.experiments.blocked_softmax import (
-    LOSS_BLOCK,
+    LOSS_PATH,
     blocked_argmax,
     blocked_cross_entropy,
     logits_bytes,
@@ -221,7 +222,8 @@ def _answer_nll(y, answers, problem, shape, dyn) -> jax.Array:
     """−log p̂(answer) per sequence from its output y; `loss_block` answers at a time where one is set."""
     if shape["loss_block"]:
         every = jnp.ones(y.shape[0], bool)
-        return blocked_cross_entropy(y, problem["unembed"], answers, every, _answers(shape, dyn), shape["loss_block"])
+        block, kernel = shape["loss_block"], shape["loss_kernel"]
+        return blocked_cross_entropy(y, problem["unembed"], answers, every, _answers(shape, dyn), block, kernel=kernel)
     return nll(_logits(y, problem, shape, dyn), answers)
 
 
@@ -280,7 +282,7 @@ EXPERIMENT = Experiment(
     evaluate=evaluate,
     metrics=("loss", "accuracy", "exact_accuracy"),
     resolve=resolve,
-    derived={"loss_block": LOSS_BLOCK},
+    derived=LOSS_PATH,
     check=check,
     costs=Costs(params=num_params, bits=info_bits, flops_per_step=flops_per_step, temp_bytes=temp_bytes),
 )
