@@ -1,6 +1,7 @@
 """Dense against blocked softmax cross-entropy, measured as the engine runs it: one jitted, slot-vmapped
 value_and_grad of a family's own `loss` (its `loss_block` 0: the N × M logits written to memory; B: the
-blocked loss of jaxmem/experiments/blocked_softmax.py, B classes at a time), at the Fig 1 quick shapes, a
+blocked loss of jaxmem/experiments/blocked_softmax.py, B classes at a time, as XLA's scan and, on a GPU,
+as the fused Pallas kernels of jaxmem/experiments/pallas_softmax.py), at the Fig 1 quick shapes, a
 larger assoc_memory shape toward the paper's (whose N = M = 64,800 dense logits, 16.8 GB a run, a CPU
 cannot step in a benchmark) and factual_recall's. Compile seconds are reported apart from step seconds.
 
@@ -31,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common as C  # noqa: E402
 
 from jaxmem.engine.device_memory import target_of  # noqa: E402
+from jaxmem.experiments import pallas_softmax  # noqa: E402
 from jaxmem.experiments.nichani24 import assoc_memory, factual_recall  # noqa: E402
 from jaxmem.plan.buckets import static_shape, traced_values  # noqa: E402
 from jaxmem.plan.runs import run_key  # noqa: E402
@@ -44,13 +46,20 @@ CASES = [  # (name, experiment, config, slots): slots as the engine gives a quic
     ("assoc MLP, d 64, m 256, N 4096", assoc_memory.EXPERIMENT, {"model": "mlp", "d": 64, "m": 256, "N": 4096}, 1),
     ("factual_recall, 1024 answers, batch 256", factual_recall.EXPERIMENT, FACTS, 16),
 ]
-BLOCKS = (0, 128, 512)  # 0: dense
+XLA_PATHS = ((0, "xla"), (128, "xla"), (512, "xla"))  # (loss_block, loss_kernel); block 0: dense
+FUSED_PATHS = ((32, "pallas"), (128, "pallas"))  # tiles of 64 rows × B classes held in registers
 
 
-def program(exp, config: dict, block: int, slots: int):
-    """(jitted slot-vmapped value_and_grad of the family's loss, its arguments)."""
+def loss_paths() -> tuple[tuple[int, str], ...]:
+    """The paths measured here: the fused kernels only where they compile (a GPU), not interpreted."""
+    return XLA_PATHS + (() if pallas_softmax.interpret() else FUSED_PATHS)
+
+
+def program(exp, config: dict, loss_path: tuple[int, str], slots: int):
+    """(jitted slot-vmapped value_and_grad of the family's loss on `loss_path`, its arguments)."""
     config = exp.effective(config)
-    shape = static_shape(exp, {**config, "loss_block": block}, lambda n, *_: n)
+    block, kernel = loss_path
+    shape = static_shape(exp, {**config, "loss_block": block, "loss_kernel": kernel}, lambda n, *_: n)
     dyn = {k: jnp.asarray(v) for k, v in traced_values(exp, config).items()}
     keys = jnp.stack([run_key(0, s) for s in range(slots)])
     params, problem = jax.vmap(lambda k: exp.init(k, shape, dyn))(keys)
@@ -62,24 +71,26 @@ def program(exp, config: dict, block: int, slots: int):
 
 
 def measure(exp, config: dict, slots: int, repeats: int) -> list[dict]:
-    """Compile seconds and median step seconds of each loss path (BLOCKS) of one case. The paths' calls
-    are interleaved (one round calls each once), so a shared machine's load falls on all of them alike."""
-    compiled, compile_s = [], []
-    for block in BLOCKS:
-        fn, args = program(exp, config, block, slots)
+    """Compile seconds and median step seconds of each loss path (`loss_paths`) of one case. The paths'
+    calls are interleaved (one round calls each once), so a shared machine's load falls on all of them
+    alike. A path's entry names its kernel where it is not XLA's."""
+    compiled, compile_s, paths = [], [], loss_paths()
+    for loss_path in paths:
+        fn, args = program(exp, config, loss_path, slots)
         start = time.perf_counter()
         compiled.append((fn.lower(*args).compile(), args))
         compile_s.append(time.perf_counter() - start)
         jax.block_until_ready(compiled[-1][0](*args))
-    steps = [[] for _ in BLOCKS]
+    steps = [[] for _ in paths]
     for _ in range(repeats):
         for (fn, args), times in zip(compiled, steps):
             start = time.perf_counter()
             jax.block_until_ready(fn(*args))
             times.append(time.perf_counter() - start)
     return [
-        {"block": block, "compile_seconds": c, "step_seconds": statistics.median(t)}
-        for block, c, t in zip(BLOCKS, compile_s, steps)
+        {"block": block, **({"kernel": kernel} if kernel != "xla" else {}), "compile_seconds": c}
+        | {"step_seconds": statistics.median(t)}
+        for (block, kernel), c, t in zip(paths, compile_s, steps)
     ]
 
 
@@ -103,7 +114,7 @@ def main() -> None:
                 [
                     name,
                     slots,
-                    path["block"] or "dense",
+                    " ".join([str(path["block"] or "dense"), path.get("kernel", "")]).strip(),
                     f"{1e3 * path['step_seconds']:.2f}",
                     f"{dense / path['step_seconds']:.2f}×",
                     f"{path['compile_seconds']:.2f}",
@@ -118,7 +129,7 @@ def write(args, machine: dict, rows: list, entries: list) -> None:
     """The Markdown table (--out) and the device's entry of the planner's table (--table), of the cases so far."""
     command = " ".join(["python benchmarks/bench_cross_entropy.py", *sys.argv[1:]])
     lines = [
-        "# Softmax cross-entropy: dense logits against the blocked loss (logits kept in cache)",
+        "# Softmax cross-entropy: dense logits against the blocked loss (XLA's scan; on a GPU, fused kernels too)",
         "",
         f"`{command}`: one jitted value_and_grad of the family's own loss, vmapped over the slots as the engine "
         "runs it; 'step ms' is the median of the repeated calls after a warm-up, compile seconds apart. 'vs dense' "

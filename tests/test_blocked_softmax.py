@@ -16,7 +16,7 @@ from jaxmem.experiments.interface import Costs
 from jaxmem.experiments.nichani24 import assoc_memory, factual_recall
 from jaxmem.experiments.nichani24.assoc_memory import mean_target_nll
 from jaxmem.plan.buckets import static_shape
-from jaxmem.plan.loss_blocks import choose_loss_block
+from jaxmem.plan.loss_blocks import DENSE, choose_loss_path
 
 N, M, D = 13, 11, 5
 ROWS, CLASSES = jnp.arange(N) < 10, jnp.arange(M) < 9  # 3 padded rows, 2 padded classes
@@ -194,13 +194,13 @@ def test_planner_picks_the_blocked_loss_when_dense_logits_exceed_the_budget():
     exp = assoc_memory.EXPERIMENT
     config = exp.effective({"model": "mlp", "d": 90, "m": 720, "N": 64_800})
     dense = 4 * logits_bytes(64_800, 64_800, 0)
-    assert choose_loss_block(exp, config, dense, slots=4) == 0
-    assert choose_loss_block(exp, config, 80e9, slots=4) == 32_768  # 4·2·64800·B·4 bytes <= 80 GB
-    assert choose_loss_block(exp, config, 2e9, slots=4) == 512
-    assert choose_loss_block(exp, config, 1e3, slots=4) == 1  # nothing fits: the least memory
+    assert choose_loss_path(exp, config, dense, slots=4).block == 0
+    assert choose_loss_path(exp, config, 80e9, slots=4).block == 32_768  # 4·2·64800·B·4 bytes <= 80 GB
+    assert choose_loss_path(exp, config, 2e9, slots=4).block == 512
+    assert choose_loss_path(exp, config, 1e3, slots=4).block == 1  # nothing fits: the least memory
     facts = factual_recall.EXPERIMENT  # Fig 8: R·D = 300² answers; the exact set (27 × 300 rows) is the largest
     config = facts.effective({"scaling": "distinct", "size": 300, "d": 64, "H": 8, "d_h": 8, "m": 64})
-    assert choose_loss_block(facts, config, 2 * 8100 * 90_000 * 4, slots=1) == 0
-    assert choose_loss_block(facts, config, 1e9, slots=1) == 8192  # 2·8100·B·4 bytes <= 1 GB
-    assert choose_loss_block(dataclasses.replace(exp, derived={}), config, 1e3, slots=4) == 0  # no loss_block
-    assert choose_loss_block(dataclasses.replace(exp, costs=Costs()), config, 1e3, slots=4) == 0  # no estimate
+    assert choose_loss_path(facts, config, 2 * 8100 * 90_000 * 4, slots=1).block == 0
+    assert choose_loss_path(facts, config, 1e9, slots=1).block == 8192  # 2·8100·B·4 bytes <= 1 GB
+    assert choose_loss_path(dataclasses.replace(exp, derived={}), config, 1e3, slots=4) == DENSE  # no loss_block
+    assert choose_loss_path(dataclasses.replace(exp, costs=Costs()), config, 1e3, slots=4) == DENSE  # no estimate

@@ -13,7 +13,7 @@ from jaxmem.experiments.blocked_softmax import logits_bytes
 from jaxmem.experiments.nichani24 import assoc_memory, factual_recall
 from jaxmem.plan import loss_blocks
 from jaxmem.plan.buckets import static_shape, traced_values
-from jaxmem.plan.loss_blocks import MARGIN, choose_loss_block, fastest_block, measured_cases
+from jaxmem.plan.loss_blocks import DENSE, MARGIN, LossPath, choose_loss_path, fastest_path, measured_cases
 from jaxmem.plan.runs import run_key
 
 PAD = lambda n, *_: 2 * n + 3  # noqa: E731  (padded rows and classes, blocks of 16 that do not divide them)
@@ -74,28 +74,40 @@ CASES = (
 def test_the_cheapest_path_of_the_nearest_measured_case():
     assoc = measured_cases("cpu (2 cores)", "assoc_memory", {"cpu (2 cores)": {"cases": list(CASES)}})
     assert len(assoc) == 2, "a family's own cases only"
-    assert fastest_block(assoc, 1e6) == 0 and fastest_block(assoc, 5e7) == 128
+    assert fastest_path(assoc, 1e6).block == 0 and fastest_path(assoc, 5e7).block == 128
     assert measured_cases("cpu (2 cores)", "other", {"cpu (2 cores)": {"cases": list(CASES)}}) == CASES
     assert measured_cases("NVIDIA H200", "assoc_memory", {"cpu (2 cores)": {"cases": list(CASES)}}) == ()
-    assert fastest_block((), 1e6) == 0 and fastest_block(assoc, float("nan")) == 0
+    assert fastest_path((), 1e6) == DENSE and fastest_path(assoc, float("nan")) == DENSE
+
+
+def test_a_measured_kernel_is_a_path_of_its_own():
+    """The fused kernels at the same block are another path: taken where they measured cheapest, and a
+    measured path naming no kernel is XLA's."""
+    fused = {**path(128, 0.5), "kernel": "pallas"}
+    case = {"dense_logits_bytes": 1.0, "paths": [path(0, 1.0), path(128, 0.8), fused]}
+    assert fastest_path((case,), 1.0, steps=100) == LossPath(128, "pallas") == (128, "pallas")
+    case["paths"][2] = {**fused, "step_seconds": 0.9}
+    assert fastest_path((case,), 1.0, steps=100) == (128, "xla")
+    assert LossPath(128, "pallas").entries == {"loss_block": 128, "loss_kernel": "pallas"}
 
 
 def test_a_blocked_path_must_beat_dense_by_the_margin_compile_included():
     tie = ({"dense_logits_bytes": 1.0, "paths": [path(0, 1.0, 0.0), path(128, 1.0 / (0.99 * MARGIN), 0.0)]},)
-    assert fastest_block(tie, 1.0, steps=100) == 0, "within the margin: dense"
+    assert fastest_path(tie, 1.0, steps=100).block == 0, "within the margin: dense"
     slow_compile = ({"dense_logits_bytes": 1.0, "paths": [path(0, 1.0, 1.0), path(128, 0.5, 50.0)]},)
-    assert fastest_block(slow_compile, 1.0, steps=10) == 0 and fastest_block(slow_compile, 1.0, steps=1000) == 128
+    assert fastest_path(slow_compile, 1.0, steps=10) == DENSE
+    assert fastest_path(slow_compile, 1.0, steps=1000) == (128, "xla")
     fast_compile = ({"dense_logits_bytes": 1.0, "paths": [path(0, 1.0, 9.0), path(512, 1.5, 1.0)]},)
-    assert fastest_block(fast_compile, 1.0, steps=0) == 0, "a slower step never wins on its compile alone"
+    assert fastest_path(fast_compile, 1.0, steps=0).block == 0, "a slower step never wins on its compile alone"
 
 
 def test_memory_decides_before_the_measured_rates():
     exp = assoc_memory.EXPERIMENT
     config = exp.effective({"model": "mlp", "d": 16, "m": 32, "N": 4096})
     dense = logits_bytes(4096, 4096, 0)
-    assert choose_loss_block(exp, config, 2 * dense, 1, CASES[:2], steps=100) == 128  # nearest: 1e8 bytes
-    assert choose_loss_block(exp, config, 2 * dense, slots=1) == 0  # unmeasured: dense
-    assert choose_loss_block(exp, config, dense / 4, 1, CASES[:2], steps=100) == 1024  # the widest that fits
+    assert choose_loss_path(exp, config, 2 * dense, 1, CASES[:2], steps=100).block == 128  # nearest: 1e8 bytes
+    assert choose_loss_path(exp, config, 2 * dense, slots=1).block == 0  # unmeasured: dense
+    assert choose_loss_path(exp, config, dense / 4, 1, CASES[:2], steps=100).block == 1024  # the widest that fits
 
 
 def test_an_accelerators_layout_reads_its_device_kinds_rates_and_a_cpus_keeps_dense(monkeypatch):
@@ -107,13 +119,19 @@ def test_an_accelerators_layout_reads_its_device_kinds_rates_and_a_cpus_keeps_de
 
     spec = load(ROOT / "tests" / "specs" / "tiny_linear.toml")
     exp = assoc_memory.EXPERIMENT
-    blocked = {kind: {"cases": [{**CASES[1], "dense_logits_bytes": 1.0}]} for kind in ("h200", "cpu (2 cores)")}
-    monkeypatch.setattr(loss_blocks, "table", lambda: blocked)  # blocked everywhere it was measured
+    fused = {
+        **CASES[1],
+        "dense_logits_bytes": 1.0,
+        "paths": [*CASES[1]["paths"], {**path(256, 0.5), "kernel": "pallas"}],
+    }
+    blocked = {kind: {"cases": [fused]} for kind in ("h200", "cpu (2 cores)")}
+    monkeypatch.setattr(loss_blocks, "table", lambda: blocked)  # fused kernels fastest everywhere measured
 
-    def block(platform: str, device: str) -> int:
+    def loss_path(platform: str, device: str) -> tuple:
         layout = Layout(spec, exp, Knobs.of_spec(spec), platform, 1, 1e12, device=device)
-        return layout.padded_bucket(spec.points[0]).shape_dict["loss_block"]
+        shape = layout.padded_bucket(spec.points[0]).shape_dict
+        return shape["loss_block"], shape["loss_kernel"]
 
-    assert block("gpu", "h200") == 128
-    assert block("gpu", "") == 0  # a device kind never measured
-    assert block("cpu", "cpu (2 cores)") == 0
+    assert loss_path("gpu", "h200") == (256, "pallas")
+    assert loss_path("gpu", "") == DENSE  # a device kind never measured
+    assert loss_path("cpu", "cpu (2 cores)") == DENSE

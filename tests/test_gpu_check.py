@@ -280,3 +280,17 @@ def test_a_reused_case_is_taken_from_the_earlier_records_not_run(tmp_path):
     records = G.run_all(G.SMOKE, ["peaks"], out, out.with_suffix(".jsonl"), 1.0, None, reused={"peaks": peaks})
     assert records[1]["result"] == peaks["result"] and records[1]["status_detail"].startswith("reused: from RESULTS")
     assert "| peaks | gpu (NVIDIA H200) | ok | 18.0 |" in out.read_text()
+
+
+def test_the_step_verdict_takes_the_fastest_loss_path_of_the_acceptance_program():
+    """Dense, XLA's blocked loss and the fused kernels are one program to the issue's step target; the
+    verdict names the path that met it. Another shape never counts."""
+    fused = G.FULL.saturation_of("saturation/assoc_memory-mlp-fused")
+    assert {k: v for k, v in fused.config.items() if k not in G.LOSS_PATH} == MLP.config
+    found = [
+        (MLP, saturation({256: 1.1e-3})),
+        (fused, {**saturation({256: 3.0e-4}), "config": fused.config}),
+        (MLP, {**saturation({256: 1e-4}), "config": {**MLP.config, "N": 256}}),  # another program
+    ]
+    assert G.step_verdict(found, MLP) == ("PASS", "300 µs at 256 slots, loss_block 128, pallas kernels")
+    assert G.step_verdict(found[:1], MLP) == ("FAIL", "1100 µs at 256 slots, dense loss")

@@ -13,7 +13,7 @@ from typing import Callable
 from jaxmem.experiments.interface import Experiment
 from jaxmem.plan.buckets import Bucket, bucket_of, padded_config, padder
 from jaxmem.plan.costs import ACCELERATORS, padding_pays, slots_per_device, wave_slots
-from jaxmem.plan.loss_blocks import choose_loss_block, measured_cases
+from jaxmem.plan.loss_blocks import DENSE, choose_loss_path, measured_cases
 from jaxmem.spec.expr import evaluate
 from jaxmem.spec.sweep import SweepSpec
 
@@ -182,8 +182,8 @@ class Layout:
         bucket = bucket_of(self.exp, config, pad, floors)
         padded = padded_config(self.exp, bucket, config)
         steps = self.spec.train.steps
-        block = choose_loss_block(self.exp, padded, self.loss_budget, 1, self.loss_rates, steps)
-        return bucket_of(self.exp, {**config, "loss_block": block}, pad, floors) if block else bucket
+        path = choose_loss_path(self.exp, padded, self.loss_budget, 1, self.loss_rates, steps)
+        return bucket_of(self.exp, {**config, **path.entries}, pad, floors) if path != DENSE else bucket
 
     def live_runs(self, bucket: Bucket) -> int:
         """At most how many runs `bucket` holds at once: the units whose runs at the bucket's value of
