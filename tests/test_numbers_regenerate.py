@@ -343,3 +343,23 @@ def test_a_store_of_an_older_spec_is_named_read_from_the_shipped_results_and_nev
     assert "--run --sweeps e3_parity --presets quick" in warning
     with pytest.raises(SystemExit, match="not shipping .* a store of an older spec"):
         numbers.ship(tmp_path / "results", block)
+
+
+def test_every_shipped_preset_was_made_by_the_experiment_code_here(monkeypatch):
+    """A shipped preset's meta keeps the fingerprint of the experiment code that made its results; an edit of a
+    family (or of a jaxmem.experiments module it imports) without shipping its presets again leaves results that
+    this code never made, and reports that say so. Rerun and ship them: `python sweeps/readme_numbers.py --run
+    --ship --sweeps S --presets quick` (jaxmem compare tells whether the results moved)."""
+    import functools
+
+    from jaxmem.experiments import code_identity
+
+    monkeypatch.setattr(code_identity, "of_experiment", functools.cache(code_identity.of_experiment))  # once a family
+    stale = []
+    for meta_file in sorted(ROOT.glob("sweeps/*/data/*/meta.parquet")):
+        table = pd.read_parquet(meta_file)
+        outcome, changed = code_identity.compared(dict(zip(table.iloc[:, 0], table.iloc[:, 1])))
+        if outcome != code_identity.UNCHANGED:
+            stale.append(f"{meta_file.parent.name}: {outcome} {code_identity.describe_changes(changed)}")
+    assert len(list(ROOT.glob("sweeps/*/data/*/meta.parquet"))) >= 85
+    assert not stale, stale
