@@ -21,6 +21,7 @@ import jax
 import pandas as pd
 
 import jaxmem.driver.sweep as driver
+from jaxmem.engine.device_memory import host_cpu_model
 from jaxmem.engine.executor import BucketRunner
 from jaxmem.persistence.store import Store, load_results
 
@@ -36,21 +37,13 @@ def cold_compiles() -> None:
 
 
 # -- the machine -----------------------------------------------------------------------------------------
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
-
-
 def machine() -> dict:
     """CPU model, cores, memory, library versions, device and date, as rows of a Markdown table."""
     import jaxlib
 
     dev = jax.devices()[0]
     return {
-        "cpu": cpu_model(),
+        "cpu": host_cpu_model(),
         "cores": os.cpu_count(),
         "usable cores": len(os.sched_getaffinity(0)),
         "memory": f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.1f} GiB",

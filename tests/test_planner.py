@@ -159,6 +159,11 @@ def test_estimates_use_the_measured_throughput_of_the_device_kind():
     assert rate(two_cores, "assoc_memory", 5e7, measured).flops_per_second == 3e10
     assert rate(two_cores, "ntp_linear", 1e6, measured).source.startswith("measured")  # another family's rows
     assert rate(Target("cpu", 1, "cpu", 2**30, cores=8), "assoc_memory", 1e6, measured).source.startswith("stated")
+    measured["cpu (2 cores)"]["machine"] = {"cpu": "AMD EPYC 7B13"}  # a CPU's rows hold for its processor model
+    epyc, xeon = (Target("cpu", 1, "cpu", 2**30, cores=2, model=m) for m in ("AMD EPYC 7B13", "Intel(R) Xeon(R)"))
+    assert rate(epyc, "assoc_memory", 2e6, measured).flops_per_second == 1e9
+    assert rate(xeon, "assoc_memory", 2e6, measured).source.startswith("stated")
+    assert rate(two_cores, "assoc_memory", 2e6, measured).flops_per_second == 1e9  # a model not known: the rows
 
 
 def test_estimates_use_the_measured_compile_time_where_there_is_one():

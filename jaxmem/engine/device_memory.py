@@ -10,6 +10,7 @@ host's RAM (or the container's limit, if lower) on CPU.
 from __future__ import annotations
 
 import os
+import platform
 import re
 from pathlib import Path
 
@@ -57,6 +58,15 @@ def device_memory(device) -> int:
     return int(stats.get("bytes_limit") or host_memory())
 
 
+def host_cpu_model() -> str:
+    """The host's processor model as the OS names it ("Intel(R) Xeon(R) Processor", "AMD EPYC ...")."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            return next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
 def budget(memory_bytes: int, cap: float | int) -> int:
     """The bytes a program may use per device of `memory_bytes` under `cap` (a fraction of the device's
     memory, or bytes)."""
@@ -64,10 +74,12 @@ def budget(memory_bytes: int, cap: float | int) -> int:
 
 
 def target_of(devices) -> Target:
-    """The planner's view of `devices` (one kind): platform, count, kind and memory per device."""
+    """The planner's view of `devices` (one kind): platform, count, kind and memory per device (a CPU's
+    cores and processor model too)."""
     first = devices[0]
-    cores = len(os.sched_getaffinity(0)) if first.platform == "cpu" else 1
-    return Target(first.platform, len(devices), first.device_kind, device_memory(first), cores)
+    cpu = first.platform == "cpu"
+    cores, model = (len(os.sched_getaffinity(0)), host_cpu_model()) if cpu else (1, "")
+    return Target(first.platform, len(devices), first.device_kind, device_memory(first), cores, model)
 
 
 def peak_bytes(compiled) -> int:

@@ -16,6 +16,7 @@ class Target:
     kind: str  # the device kind, as JAX names it
     memory_bytes: int  # per device: the allocator's limit on an accelerator, the host's RAM on a CPU
     cores: int = 1  # a CPU device's cores (its throughput scales with them)
+    model: str = ""  # a CPU's processor model, as the host names it ("": unknown, or not a CPU)
 
     def describe(self) -> str:
         cores = f", {self.cores} cores" if self.platform == "cpu" else ""

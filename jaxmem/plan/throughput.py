@@ -3,14 +3,15 @@
 `throughput.json` beside this file holds, per device (`device_key`), what benchmarks/bench_throughput.py
 measured for each experiment family at the sizes it ran: the FLOPs of one run's step, the slots of the
 program, the achieved FLOP/s (useful work: true sizes), the seconds of one program step and of one
-compile. An estimate
-reads the family's entry nearest in FLOPs per run-step (another family's where its own is missing), and
-the stated figures of jaxmem/plan/costs.py where the device was never measured; the least time of a
-program step is the device's measured `step_floor_seconds` (a 1-slot program: benchmarks/gpu_check.py)
-where there is one, else the stated one (a saturated benchmark measures throughput, not that floor). A
-compile costs the family's `sweep_compile_seconds` where the device has them (the median compile of its
-quick sweeps run one at a time on the idle device: benchmarks/compile_costs.py; a compile inside a sweep takes
-longer than alone), else the nearest entry's.
+compile. An estimate reads the family's entry nearest in FLOPs per run-step (another family's where its own
+is missing), and the stated figures of jaxmem/plan/costs.py where the device was never measured; the least
+time of a program step is the device's measured `step_floor_seconds` (a 1-slot program:
+benchmarks/gpu_check.py) where there is one, else the stated one (a saturated benchmark measures throughput,
+not that floor). A CPU's entry holds for the processor model it was measured on (its `machine.cpu`): hosts
+of one core count differ (an AMD EPYC host measured 2.0-2.6x the rates of an Intel Xeon host, 28 and 29
+Nov), so another model gets the stated figures. A compile costs the family's `sweep_compile_seconds` where
+the device has them (the median compile of its quick sweeps run one at a time on the idle device:
+benchmarks/compile_costs.py; a compile inside a sweep takes longer than alone), else the nearest entry's.
 """
 
 from __future__ import annotations
@@ -45,6 +46,13 @@ def device_key(target: Target) -> str:
     return f"cpu ({target.cores} cores)" if target.platform == "cpu" else target.kind
 
 
+def same_processor(device: dict, target: Target) -> bool:
+    """Whether a device entry was measured on `target`'s processor model (a CPU's; where either is
+    unrecorded, or for an accelerator, whose kind is its key: yes)."""
+    measured_on = device.get("machine", {}).get("cpu", "")
+    return target.platform != "cpu" or not (measured_on and target.model) or measured_on == target.model
+
+
 @lru_cache(maxsize=4)
 def table(path: Path = TABLE) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
@@ -59,7 +67,7 @@ def rate(target: Target, family: str, flops_per_run: float, measured: dict | Non
         COMPILE_SECONDS.get(target.platform, 15.0),
         "stated (jaxmem/plan/costs.py)",
     )
-    if not device or not device.get("families"):
+    if not device or not device.get("families") or not same_processor(device, target):
         return stated
     entries = device["families"].get(family) or [e for rows in device["families"].values() for e in rows]
     size = flops_per_run if math.isfinite(flops_per_run) and flops_per_run > 0 else 1.0
