@@ -1,20 +1,26 @@
-"""Validation of the early-failure rule (`[train] give_up = K`) against full-length runs.
+"""Validation of the early-failure rule (`[train] give_up = K`, `give_up_pace = P`) against full-length runs.
 
-Each sweep's `quick` preset runs once with `give_up = 0` and every evaluation recorded; the rule is
-then replayed on each run's recorded evaluations with the engine's own predicate
-(`jaxmem.engine.program.hopeless`) for every window K. A run the rule stops before it succeeds would
-change its verdict (a disagreement); a run it stops that fails anyway keeps its verdict and saves the
-steps it would have run. No disagreement for a window means every search of the sweep probes the
-same values and finds the same answer with the rule on (a search is a function of its verdicts).
+Each shipped capacity sweep's `quick` preset runs once with the rule off and every evaluation recorded;
+each rule is then replayed on each run's recorded evaluations with the engine's own predicate
+(`jaxmem.engine.program.hopeless`). A rule is a window, as a share of the step budget (K = share × steps
+/ eval_every evaluations, at least one), and a pace P: the run is credited with P times what it gained
+over the window from now on. A run the rule stops before it succeeds would change its verdict (a
+disagreement); a run it stops that fails anyway keeps its verdict and saves the steps it would have run.
+No run changed means every search of the sweep probes the same values and finds the same answer with the
+rule on (a search is a function of its verdicts); *probes changed* counts the probes whose verdict flips
+(a probe survives a changed run where another learning rate still succeeds).
 
-`python benchmarks/validate_give_up.py` writes `RESULTS_give_up.md`; `--sweeps a.toml,b.toml`,
-`--windows 4,8,16`.
+`python benchmarks/validate_give_up.py` writes `RESULTS_give_up.md`; `--sweeps a.toml,b.toml` (default:
+every shipped sweep with a search), `--windows 0.25,0.5`, `--paces 1,2`, `--keep DIR` (keep the
+full-length runs there, one folder a sweep, and read them instead of training where they are complete).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import math
 import tempfile
 import time
 from pathlib import Path
@@ -23,13 +29,14 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SWEEPS = [
-    "sweeps/nichani24/fig1_linear.toml",
-    "sweeps/nichani24/fig1_mlp.toml",
-    "sweeps/nichani24/fig6_mlp_fixed_outputs.toml",
-    "sweeps/nichani24/linear_fixed_outputs.toml",
-    "sweeps/nichani24/lowrank_linear.toml",
-]
+COMPLETE = "complete.json"  # written into a kept folder once its sweep has run to its end
+
+
+def capacity_sweeps() -> list[str]:
+    """Every shipped sweep with a threshold search, as paths relative to the repository."""
+    from jaxmem.spec.sweep import read_toml
+
+    return [str(p.relative_to(ROOT)) for p in sorted(ROOT.glob("sweeps/*/*.toml")) if "search" in read_toml(p)]
 
 
 def full_length_spec(path: Path):
@@ -38,117 +45,192 @@ def full_length_spec(path: Path):
 
     raw = read_toml(path)
     quick = raw.setdefault("presets", {}).setdefault("quick", {})
-    quick.setdefault("train", {})["give_up"] = 0
+    quick.setdefault("train", {}).update(give_up=0, give_up_pace=1.0)
     quick.setdefault("engine", {}).update(record_trajectory=True, trajectory_per_decade=0)
     return parse(raw, name=path.stem, preset="quick")
 
 
-def given_up_at(settings, window: int, steps: list[int], values: list[float]) -> int | None:
-    """The step at which the rule (window K) stops a run with these evaluations, or None."""
+def window_evaluations(settings, share: float) -> int:
+    """The rule's window K in evaluations: `share` of the step budget, at least one."""
+    return max(1, round(share * settings.steps / settings.eval_every))
+
+
+def given_up_at(settings, window: int, pace: float, steps: list[int], values: list[float]) -> int | None:
+    """The step at which the rule (window K, pace P) stops a run with these evaluations (one at every
+    evaluation of its linear schedule, step 0 first), or None: the engine's predicate at every
+    evaluation at once, its ring of recent bests holding the best of K evaluations before."""
+    import jax.numpy as jnp
+
+    steps = np.asarray(steps)
+    evaluations = steps // settings.eval_every
+    if not np.array_equal(evaluations, np.arange(len(steps))):
+        raise ValueError(f"the recorded evaluations are not every {settings.eval_every} steps from step 0")
+    size = settings.steps // settings.eval_every + 1  # every run padded to its budget's evaluations: one compile
+    best = np.maximum.accumulate(np.asarray([settings.toward(v) for v in values], np.float32))
+    best = np.pad(best, (0, size - len(best)), mode="edge")
+    earlier = np.concatenate([np.zeros(window, np.float32), best])[:size]  # the best K evaluations before
+    stop = _predicate(settings._replace(give_up=window, give_up_pace=pace))(
+        jnp.asarray(np.repeat(earlier[:, None], window, axis=1)), jnp.asarray(best)
+    )
+    hits = np.flatnonzero(np.asarray(stop)[: len(steps)])
+    return int(steps[hits[0]]) if hits.size else None
+
+
+@functools.cache
+def _predicate(rule):
+    """`hopeless` of `rule` at every evaluation of a budget (rings, bests), jitted once per rule."""
+    import jax
     import jax.numpy as jnp
 
     from jaxmem.engine.program import hopeless
 
-    rule = settings._replace(give_up=window)
-    recent, best = np.zeros(window, np.float32), -np.inf
-    for step, value in zip(steps, values):
-        best = max(best, float(rule.toward(value)))
-        n = step // rule.eval_every
-        if bool(hopeless(rule, jnp.asarray(recent), jnp.int32(n), jnp.float32(best), jnp.int32(step), rule.steps)):
-            return step
-        recent[n % window] = best
-    return None
+    n = jnp.arange(rule.steps // rule.eval_every + 1, dtype=jnp.int32)
+    one = lambda ring, i, best: hopeless(rule, ring, i, best, i * rule.eval_every, rule.steps)  # noqa: E731
+    return jax.jit(lambda rings, bests: jax.vmap(one)(rings, n, bests))
 
 
-def validate(path: Path, windows: list[int]) -> dict:
-    from jaxmem.driver.settings import settings_of
+def full_length_runs(path: Path, spec, keep: Path | None):
+    """(runs, trajectories, wall seconds) of the sweep's full-length quick preset: trained into `keep`
+    (or a temporary folder), or read from `keep` where an earlier call completed it."""
     from jaxmem.driver.sweep import run_sweep
     from jaxmem.persistence.store import load_results
 
-    spec = full_length_spec(path)
-    settings = settings_of(spec)
+    def read(folder: Path):
+        return load_results(folder, expand=False), load_results(folder, "trajectories", expand=False)
+
+    if keep is not None:
+        folder = keep / path.stem
+        if (folder / COMPLETE).exists():
+            return (*read(folder), json.loads((folder / COMPLETE).read_text())["wall_s"])
+        start = time.perf_counter()
+        run_sweep(spec, folder, quiet=True)
+        wall = time.perf_counter() - start
+        (folder / COMPLETE).write_text(json.dumps({"wall_s": wall}))
+        return (*read(folder), wall)
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
         run_sweep(spec, Path(tmp), quiet=True)
-        wall = time.perf_counter() - start
-        runs = load_results(tmp, expand=False)
-        trajectories = load_results(tmp, "trajectories", expand=False)
-    series = {run_id: group.sort_values("step") for run_id, group in trajectories.groupby("run_id")}
-    out = {"sweep": str(path.relative_to(ROOT)), "runs": len(runs), "wall_s": wall, "windows": {}}
-    total_steps = int(runs["steps_run"].sum())
+        return (*read(Path(tmp)), time.perf_counter() - start)
+
+
+def replay(settings, runs, series, window: int, pace: float) -> dict:
+    """The rule (window K evaluations, pace P) on every run's recorded evaluations."""
     probe_of = {r.run_id: (r.point, r.seed, r.value) for r in runs.itertuples()}
     probes_won = {probe_of[r.run_id] for r in runs.itertuples() if r.success}
-    for k in windows:
-        changed, stopped, saved, lost = [], 0, 0, set()
-        for run in runs.itertuples():
-            if run.diverged or run.run_id not in series:
-                continue
-            points = series[run.run_id]
-            values = [json.loads(m)[settings.metric] for m in points["metrics"]]
-            at = given_up_at(settings, k, list(points["step"]), values)
-            if at is None or at >= run.steps_run:
-                continue
-            stopped += 1
-            saved += int(run.steps_run) - at
-            if bool(run.success):
-                lost.add(run.run_id)
-                changed.append(f"{run.config}, value {run.value}: succeeded at step {run.steps_run}, given up at {at}")
-        still_won = {probe_of[r.run_id] for r in runs.itertuples() if r.success and r.run_id not in lost}
-        out["windows"][k] = {
-            "stopped": stopped,
-            "changed": changed,
-            "probes_changed": len(probes_won - still_won),
-            "saved": saved / max(total_steps, 1),
-        }
-    out["probes"] = len(set(probe_of.values()))
+    changed, stopped, saved, lost, failing_ends = [], 0, 0, set(), []
+    for run in runs.itertuples():
+        if run.diverged or run.run_id not in series:
+            continue
+        steps, values = series[run.run_id]
+        at = given_up_at(settings, window, pace, steps, values)
+        if at is None or at >= run.steps_run:
+            if not run.success:
+                failing_ends.append(run.steps_run / settings.steps)
+            continue
+        if bool(run.success):
+            lost.add(run.run_id)
+            changed.append(f"{run.config}, value {run.value}: succeeded at step {run.steps_run}, given up at {at}")
+            continue
+        stopped += 1
+        saved += int(run.steps_run) - at
+        failing_ends.append(at / settings.steps)
+    still_won = {probe_of[r.run_id] for r in runs.itertuples() if r.success and r.run_id not in lost}
+    return {
+        "window": window,
+        "stopped": stopped,
+        "changed": changed,
+        "probes_changed": len(probes_won - still_won),
+        "saved": saved / max(int(runs["steps_run"].sum()), 1),
+        "failing_end": float(np.mean(failing_ends)) if failing_ends else math.nan,
+    }
+
+
+def validate(path: Path, rules: list[tuple[float, float]], keep: Path | None) -> dict:
+    from jaxmem.driver.settings import settings_of
+
+    spec = full_length_spec(path)
+    out = {"sweep": str(path.relative_to(ROOT)), "rules": {}}
+    if spec.step_budget is not None or spec.train.eval_schedule == "log" or not spec.train.steps:
+        out["skipped"] = "no fixed step budget on a linear evaluation schedule: the rule does not apply"
+        return out
+    settings = settings_of(spec)
+    runs, trajectories, out["wall_s"] = full_length_runs(path, spec, keep)
+    series = {}
+    for run_id, group in trajectories.groupby("run_id"):
+        group = group.sort_values("step")
+        series[run_id] = (list(group["step"]), [json.loads(m)[settings.metric] for m in group["metrics"]])
+    for share, pace in rules:
+        out["rules"][f"{share:g}/{pace:g}"] = replay(settings, runs, series, window_evaluations(settings, share), pace)
+    out["runs"] = len(runs)
+    out["probes"] = len({(r.point, r.seed, r.value) for r in runs.itertuples()})
     out["failures"] = int((~runs["success"].astype(bool)).sum())
     return out
 
 
-def markdown(results: list[dict], windows: list[int]) -> str:
+def safe_rule(result: dict) -> str | None:
+    """The rule that saves the most steps of those changing no run of the sweep (None: no such rule
+    stops any run)."""
+    safe = [(r["saved"], name) for name, r in result["rules"].items() if not r["changed"] and r["stopped"]]
+    return max(safe)[1] if safe else None
+
+
+def markdown(results: list[dict], rules: list[tuple[float, float]]) -> str:
+    names = [f"{s:g}/{p:g}" for s, p in rules]
     lines = [
         "# Early-failure rule: verdicts against full-length runs",
         "",
-        "Written by `python benchmarks/validate_give_up.py`. Each sweep's `quick` preset ran once with",
-        "`give_up = 0` and every evaluation recorded; the rule `give_up = K` was replayed on the recorded",
-        "evaluations with the engine's own predicate. *probes changed* = probes (a value of one search, all",
-        "its learning rates) whose verdict the rule flips from success to failure: each would change that",
-        "search; *runs changed* = runs that succeeded at full length but that the rule stops first (a probe",
-        "survives when another rate still succeeds); *stopped* = failing runs it stops early; *steps saved* =",
-        "share of all the sweep's training steps it saves.",
+        "Written by `python benchmarks/validate_give_up.py`. Each shipped capacity sweep's `quick` preset ran",
+        "once with the rule off and every evaluation recorded; each rule was replayed on the recorded",
+        "evaluations with the engine's own predicate. A rule *w/P*: a window of w of the step budget",
+        "(`give_up` = w × steps / eval_every evaluations) and a pace P (`give_up_pace`): a run stops once its",
+        "best, gaining P times what it gained over the window every window from now on, cannot reach the",
+        "threshold. Per rule: *probes changed* (probes, a value of one search over all its learning rates,",
+        "whose verdict the rule flips: each would change that search) / *runs changed* (runs that succeeded",
+        "at full length that the rule stops first) / *stopped* (failing runs it stops early) / *steps saved*",
+        "(share of all the sweep's training steps) / *failing end* (where the failing runs end, mean share of",
+        "the budget). *safe*: the rule saving the most steps among those that change no run.",
         "",
-        "| sweep | probes | runs | failing | "
-        + " | ".join(f"K={k}: probes changed / runs changed / stopped / steps saved" for k in windows)
-        + " |",
-        "| --- | ---: | ---: | ---: | " + " | ".join("---:" for _ in windows) + " |",
+        "| sweep | probes | runs | failing | " + " | ".join(names) + " | safe |",
+        "| --- | ---: | ---: | ---: | " + " | ".join("---:" for _ in names) + " | --- |",
     ]
     for r in results:
+        if "skipped" in r:
+            lines.append(f"| {r['sweep']} | — | — | — | " + " | ".join("—" for _ in names) + f" | {r['skipped']} |")
+            continue
         cells = [
-            f"{w['probes_changed']} / {len(w['changed'])} / {w['stopped']} / {100 * w['saved']:.0f}%"
-            for w in (r["windows"][k] for k in windows)
+            f"{w['probes_changed']} / {len(w['changed'])} / {w['stopped']} / {100 * w['saved']:.0f}% / "
+            f"{w['failing_end']:.2f}"
+            for w in (r["rules"][n] for n in names)
         ]
-        lines.append(f"| {r['sweep']} | {r['probes']} | {r['runs']} | {r['failures']} | " + " | ".join(cells) + " |")
+        safe = safe_rule(r) or "none"
+        lines.append(
+            f"| {r['sweep']} | {r['probes']} | {r['runs']} | {r['failures']} | " + " | ".join(cells) + f" | {safe} |"
+        )
     lines.append("")
     for r in results:
-        for k in windows:
-            for c in r["windows"][k]["changed"]:
-                lines.append(f"- {r['sweep']}, K={k}: {c}")
+        for n in names:
+            for c in r.get("rules", {}).get(n, {}).get("changed", []):
+                lines.append(f"- {r['sweep']}, {n}: {c}")
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sweeps", default=",".join(SWEEPS))
-    parser.add_argument("--windows", default="4,8,16")
+    parser.add_argument("--sweeps", default=None, help="comma-separated sweep files (default: every capacity sweep)")
+    parser.add_argument("--windows", default="0.125,0.25,0.5", help="windows, as shares of the step budget")
+    parser.add_argument("--paces", default="1,2", help="paces P (give_up_pace)")
+    parser.add_argument("--keep", default=None, help="keep (and reuse) the full-length runs in this folder")
     parser.add_argument("--out", default=str(HERE / "RESULTS_give_up.md"))
     args = parser.parse_args()
-    windows = [int(k) for k in args.windows.split(",")]
+    rules = [(float(w), float(p)) for w in args.windows.split(",") for p in args.paces.split(",")]
+    sweeps = args.sweeps.split(",") if args.sweeps else capacity_sweeps()
+    keep = Path(args.keep) if args.keep else None
     results = []
-    for sweep in args.sweeps.split(","):
+    for sweep in sweeps:
         print(f"[validate] {sweep} ...", flush=True)
-        results.append(validate(ROOT / sweep, windows))
-        print(json.dumps({k: v for k, v in results[-1].items()}, default=str)[:600], flush=True)
-    Path(args.out).write_text(markdown(results, windows))
+        results.append(validate(ROOT / sweep, rules, keep))
+        print(json.dumps({k: v for k, v in results[-1].items() if k != "rules"}, default=str), flush=True)
+        Path(args.out).write_text(markdown(results, rules))
     print(f"wrote {args.out}")
 
 

@@ -54,6 +54,14 @@ def test_a_climbing_run_keeps_going_while_its_pace_can_reach_the_threshold():
     assert _hopeless(RULE, [0.49] * 4, 92, 0.5)
 
 
+def test_a_faster_pace_keeps_a_slow_climber_going():
+    # 0.1 gained over the last 4 evaluations at step 800 of 1000 (5 windows left): at that pace it ends at
+    # 0.9, short of 0.99; credited with twice it (give_up_pace = 2) it could reach 1.4
+    assert _hopeless(RULE, [0.3] * 4, 80, 0.4)
+    assert not _hopeless(RULE._replace(give_up_pace=2.0), [0.3] * 4, 80, 0.4)
+    assert _hopeless(RULE._replace(give_up_pace=2.0), [0.5] * 4, 80, 0.5)  # no gain: no pace saves it
+
+
 def test_lower_is_better_gives_up_on_the_negated_scale():
     rule = RULE._replace(higher_is_better=False, hit_threshold=0.01, stop_threshold=0.01)
     assert _hopeless(rule, [-0.5] * 4, 4, -0.5)  # a loss stuck at 0.5
@@ -66,6 +74,10 @@ def test_give_up_needs_a_success_rule_and_a_sane_window():
         parse({**base, "train": {"steps": 8, "eval_every": 4, "give_up": 2}}, "s")
     with pytest.raises(SpecError, match="train.give_up: must be >= 0"):
         parse({**base, "train": {"steps": 8, "eval_every": 4, "give_up": -1, "early_stop": 0.9}}, "s")
+    with pytest.raises(SpecError, match="train.give_up_pace: has no effect without train.give_up"):
+        parse({**base, "train": {"steps": 8, "eval_every": 4, "give_up_pace": 2, "early_stop": 0.9}}, "s")
+    with pytest.raises(SpecError, match="train.give_up_pace: must be >= 1"):
+        parse({**base, "train": {"steps": 8, "eval_every": 4, "give_up": 1, "give_up_pace": 0.5, "early_stop": 0.9}}, "s")
 
 
 SEARCH = {

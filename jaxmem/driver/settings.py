@@ -34,6 +34,7 @@ def settings_of(spec: SweepSpec) -> Settings:
         atol=train.atol,
         higher_is_better=higher,
         give_up=train.give_up,
+        give_up_pace=train.give_up_pace,
         eval_steps=log_schedule(train.steps, train.eval_points) if train.eval_schedule == "log" else (),
         final_eval=final_eval_values(spec),
         matmul_precision=spec.engine.matmul_precision,

@@ -57,6 +57,7 @@ class Settings(NamedTuple):
     atol: float = 1e-8
     higher_is_better: bool = True  # the success direction: reach at least (True) or at most (False)
     give_up: int = 0  # evaluations; see `hopeless`; 0 = never give up
+    give_up_pace: float = 1.0  # see `hopeless`
     eval_steps: tuple[int, ...] = ()  # a log schedule: the steps evaluated after step 0, ending at `steps`;
     # empty: every `eval_every` steps
     final_eval: tuple[tuple[str, tuple], ...] = ()  # test-time axes: (field, traced values), see `make_final_eval`
@@ -143,15 +144,16 @@ def tree_where(mask: jax.Array, new, old):
 
 def hopeless(settings: Settings, recent: jax.Array, evaluations: jax.Array, best: jax.Array, step, budget):
     """Whether a run should give up (`Settings.give_up` = K > 0): after K evaluations, its best value
-    (on the `toward` scale), gaining what it gained over the last K evaluations every K evaluations
-    from now on, would stay below the success threshold at the end of its step budget. `recent` holds
-    the best value at each of the last K evaluations, `evaluations` counts those done before this one."""
+    (on the `toward` scale), gaining `give_up_pace` times what it gained over the last K evaluations
+    every K evaluations from now on, would stay below the success threshold at the end of its step
+    budget. `recent` holds the best value at each of the last K evaluations, `evaluations` counts those
+    done before this one."""
     k = settings.give_up
     if not k:
         return jnp.array(False)
-    gain = best - recent[evaluations % k]
+    gain = settings.give_up_pace * jnp.maximum(best - recent[evaluations % k], 0.0)
     remaining = (budget - step) / (settings.eval_every * k)
-    return (evaluations >= k) & (best + jnp.maximum(gain, 0.0) * remaining < settings.toward(settings.hit_threshold))
+    return (evaluations >= k) & (best + gain * remaining < settings.toward(settings.hit_threshold))
 
 
 def over_slots(fn):

@@ -49,6 +49,7 @@ class TrainSpec:
     rtol: Number = key("gradient_flow: the ODE solver's relative tolerance", 1e-6, gt=0)
     atol: Number = key("gradient_flow: the ODE solver's absolute tolerance", 1e-8, gt=0)
     give_up: Integer = key("stop a run that cannot reach the threshold at its last K evaluations' pace", 0, ge=0)
+    give_up_pace: Number = key("give_up: credit a run with this many times its last K evaluations' gain", 1.0, ge=1)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -314,6 +314,8 @@ def _check_train(train: TrainSpec, bad: set, step_budget, exp: Experiment | None
         )
     if "give_up" not in bad and train.give_up and success is None:
         problems.append("train.give_up: needs a success rule to give up on ([success], or a search's threshold)")
+    if not bad & {"give_up", "give_up_pace"} and train.give_up_pace != 1 and not train.give_up:
+        problems.append("train.give_up_pace: has no effect without train.give_up (the window it extrapolates)")
     if train.eval_schedule != "log":
         return
     if "eval_points" not in bad and train.eval_points < 2:
