@@ -141,7 +141,8 @@ def run_protocol(grid: dict, seed: int) -> dict:
 
 
 # -- jaxmem (child) ----------------------------------------------------------------------------------------------
-def jaxmem_spec(grid: dict, seeds: list[int], mode: str, give_up: int) -> dict:
+def jaxmem_spec(grid: dict, seeds: list[int], mode: str, give_up: int, probes: int | None = None) -> dict:
+    """jaxmem's spec of the grid; `probes`: K probes per round pinned (None: the planner's)."""
     spec = {
         "experiment": "assoc_memory",
         "seeds": seeds,
@@ -160,16 +161,18 @@ def jaxmem_spec(grid: dict, seeds: list[int], mode: str, give_up: int) -> dict:
     if grid["m_over_d"]:
         spec["fixed"]["m_over_d"] = grid["m_over_d"]
         spec["derived"] = {"m": "m_over_d * d"}
+    if probes:
+        spec["search"]["probes"] = probes
     return spec
 
 
-def run_jaxmem(grid: dict, seeds: list[int], mode: str, give_up: int) -> dict:
+def run_jaxmem(grid: dict, seeds: list[int], mode: str, give_up: int, probes: int | None = None) -> dict:
     import jaxmem
     from jaxmem.persistence.store import load_results
     from jaxmem.persistence.timeline import summary
 
     with tempfile.TemporaryDirectory() as tmp:
-        jaxmem.run(jaxmem_spec(grid, seeds, mode, give_up), Path(tmp) / "out")
+        jaxmem.run(jaxmem_spec(grid, seeds, mode, give_up, probes), Path(tmp) / "out")
         searches = load_results(Path(tmp) / "out", "searches")
         compiles = load_results(Path(tmp) / "out", "compiles")
         runs = load_results(Path(tmp) / "out")

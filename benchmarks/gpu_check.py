@@ -15,7 +15,10 @@ overall budget, in this order:
    `saturation/assoc_memory-mlp-few` times the same program at 1 and 32 slots: the least time of a
    program step (the planner's step floor, `bench_throughput.py --from-device`) and a part-filled program;
 3. `protocol/<grid>` and `jaxmem/<grid>`: the authors' protocol (seed 0) and jaxmem's default mode
-   (5 seeds, the planner decides) on the Fig 1 grids of `bench_protocol.py`, linear then MLP.
+   (5 seeds, the planner decides) on the Fig 1 grids of `bench_protocol.py`, linear then MLP;
+   `jaxmem-k<K>/<grid>`: the same with K probes per round pinned in the spec (the planner keeps it), so
+   that the wall time of the planner's K and of a larger one are measured in one call (issue 38: a
+   larger K shortens the searches' critical path, and the planner takes the K it estimates fastest).
 
 Each case appends one JSON line to `<out>.jsonl` as it ends and the Markdown is rewritten after every
 case, so a run cut short still leaves its report. `--smoke` runs tiny versions of every case on a CPU in
@@ -106,9 +109,13 @@ class Mode:
     segment_s: float  # a timed saturation segment lasts about this long
     budget_s: float
     caps: dict
+    pinned: tuple[int, ...] = ()  # probes per round of the `jaxmem-k<K>/<grid>` cases
 
     def cases(self) -> list[str]:
-        grids = [f"{kind}/{grid}" for grid in self.grids for kind in ("protocol", "jaxmem")]
+        """Peaks, saturation, then per grid the protocol, the pinned cases and jaxmem's own plan: the last
+        case, jaxmem/mlp, runs in the time left."""
+        kinds = ["protocol", *(f"jaxmem-k{k}" for k in self.pinned), "jaxmem"]
+        grids = [f"{kind}/{grid}" for grid in self.grids for kind in kinds]
         return ["peaks", *(s.case for s in self.saturation), *grids]
 
     def saturation_of(self, case: str) -> Saturation:
@@ -187,9 +194,12 @@ FULL = Mode(
         "saturation/factual_recall-fused": 45,
         "saturation/assoc_memory-mlp-few": 40,  # two small programs: ~7 s of compile each
         "protocol/linear": 90,
+        "jaxmem-k7/linear": 90,
         "jaxmem/linear": 90,
         "protocol/mlp": 150,
+        "jaxmem-k7/mlp": 150,
     },
+    pinned=(7,),
 )
 
 SMOKE = Mode(
@@ -234,9 +244,19 @@ SMOKE = Mode(
     repeats=3,
     segment_s=0.2,
     budget_s=400.0,  # about a minute of CPU time; a contended 2-core machine takes three
-    caps={"peaks": 60, "saturation": 90, "protocol/linear": 90, "jaxmem/linear": 120, "protocol/mlp": 90},
+    caps={
+        "peaks": 60,
+        "saturation": 90,
+        "protocol/linear": 90,
+        "jaxmem-k7/linear": 120,
+        "jaxmem/linear": 120,
+        "protocol/mlp": 90,
+        "jaxmem-k7/mlp": 120,
+    },
+    pinned=(7,),
 )
 MODES = {"full": FULL, "smoke": SMOKE}
+CHOICE_MARGIN = 0.05  # walls within 5 % of each other: the planner's K and the pinned one are as fast
 MIN_CASE_S = 5.0  # a case with less time left than this is not started
 
 
@@ -360,8 +380,15 @@ def protocol_case(grid: dict) -> dict:
     return bp.protocol_summary({"searches": searches, "process_s": time.perf_counter() - start})
 
 
-def jaxmem_case(grid: dict, seeds: list) -> dict:
-    return {"plan": planned(bp.jaxmem_spec(grid, seeds, "verified", 0)), **bp.run_jaxmem(grid, seeds, "verified", 0)}
+def jaxmem_case(grid: dict, seeds: list, probes: int | None = None) -> dict:
+    """jaxmem's default mode on the grid: the planner's plan, or with `probes` per round pinned."""
+    spec = bp.jaxmem_spec(grid, seeds, "verified", 0, probes)
+    return {"plan": planned(spec), **bp.run_jaxmem(grid, seeds, "verified", 0, probes)}
+
+
+def pinned_probes(kind: str) -> int | None:
+    """K of a `jaxmem-k<K>` case; None for `jaxmem` (the planner's)."""
+    return int(kind.removeprefix("jaxmem-k")) if kind.startswith("jaxmem-k") else None
 
 
 def planned(raw_spec: dict) -> dict:
@@ -396,7 +423,7 @@ def child(case: str, mode: Mode) -> None:
     elif kind == "protocol":
         results = [protocol_case(mode.grids[name])]
     else:
-        results = [jaxmem_case(mode.grids[name], mode.seeds)]
+        results = [jaxmem_case(mode.grids[name], mode.seeds, pinned_probes(kind))]
     for out in results:  # the parent keeps the last line printed
         out = {**out, "wall_s": time.perf_counter() - start, "device": device_info()}
         print("RESULT " + json.dumps(out), flush=True)
@@ -796,9 +823,13 @@ def grids_section(meta: dict, cases: dict) -> list[str]:
         ]
         base = seconds_bound(protocol)
         rows = []
+        pinned = [
+            (f"jaxmem, K = {k} pinned ({len(mode.seeds)} seeds)", cases.get(f"jaxmem-k{k}/{name}")) for k in mode.pinned
+        ]
         for label, record in (
             (f"protocol (seed {bp.SEEDS_DEFAULT[0]})", protocol),
             (f"jaxmem default ({len(mode.seeds)} seeds)", jaxmem),
+            *((label, record) for label, record in pinned if record),
         ):
             r = (record or {}).get("result") or {}
             own = seconds_bound(record)
@@ -836,6 +867,26 @@ def grids_section(meta: dict, cases: dict) -> list[str]:
     return lines
 
 
+def planner_choice(name: str, planned: dict | None, pinned: dict | None, probes: int, budget: int) -> str:
+    """The planner's probes per round against `probes` pinned, by wall time and critical path (issue 38)."""
+    own, other = seconds_bound(planned), seconds_bound(pinned)
+    k = (((planned or {}).get("result") or {}).get("plan") or {}).get("probes", "?")
+    if own is None or other is None:
+        return f"- {name}: the planner's K ({k}) against K = {probes} pinned: not run."
+    paths = [critical_path((r or {}).get("result") or {}, budget) for r in (planned, pinned)]
+    if own[1] and other[1]:
+        ratio = own[0] / other[0]
+        which = "the faster" if ratio < 1 - CHOICE_MARGIN else "the slower" if ratio > 1 + CHOICE_MARGIN else "as fast"
+        which += f" ({ratio:.2f}×; within {100 * CHOICE_MARGIN:.0f} % is as fast)"
+    else:
+        which = "undecided (timed out)"
+    return (
+        f"- {name}: the planner's K ({k}) against K = {probes} pinned: {fmt_seconds(planned, ' s')} against "
+        f"{fmt_seconds(pinned, ' s')} (critical path, step budgets: {paths[0]} against {paths[1]}): the planner's "
+        f"choice is {which} (informational: issue 38's critical path target against wall time)."
+    )
+
+
 def critical_path(result: dict, budget: int) -> str:
     """A grid case's critical path in step budgets: jaxmem's from its store's logical timeline (the whole
     sweep / the mean search's end); the protocol's is all its steps, its runs going one at a time."""
@@ -864,6 +915,8 @@ def acceptance_section(meta: dict, cases: dict, peaks: dict | None) -> list[str]
             f"- {name}: jaxmem's median capacity over its seeds differs from the protocol's by {detail or '—'} "
             f"(target ≤ {100 * CAPACITY_TOLERANCE:.0f}% at every d): **{verdict}**."
         )
+        budget = mode.grids[name]["steps"]
+        lines += [planner_choice(name, jaxmem, cases.get(f"jaxmem-k{k}/{name}"), k, budget) for k in mode.pinned]
     accepted = next((s for s in mode.saturation if s.acceptance_slots), None)
     found = [(s, result(cases, s.case)) for s in mode.saturation if result(cases, s.case)]
     if accepted:

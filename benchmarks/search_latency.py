@@ -17,14 +17,19 @@ Outcome model of a probe at value N of a search with threshold N* (x = N / N*):
   a scale fitted so that the protocol's probes on the H200 protocol run's answers take its measured
   steps (the MLP runs were the quick preset's, 2,048 steps, where a success near N* takes most of the
   budget; at 32,768 steps it takes a smaller share: the scale is 0.3);
-- x > 1 fails, running the whole budget, but for non-monotone successes at the rate seen per bin of x.
+- x > 1 fails, running the whole budget, but for non-monotone successes at the rate seen per bin of x;
+- with the early-failure rule GIVE_UP in the spec (its own section per grid), a failure ends where the rule,
+  replayed on the same CPU runs recorded with every evaluation, stopped its probe (quantiles of that share
+  of the budget; the fitted folders run with `[engine] record_trajectory = true`, which trains the same).
 
 Check: today's rounds in the model against the H200 run (probes and run-steps, printed per grid).
 
 The CPU runs (`--fit linear=FOLDER mlp=FOLDER` prints the FITTED tables from results folders): linear,
 the grid itself (`jaxmem.run(bench_protocol.jaxmem_spec(GRIDS["linear"], SEEDS_DEFAULT, "verified", 0),
 FOLDER)`: 304 probes, 25 searches); MLP, `jaxmem run sweeps/nichani24/fig1_mlp.toml --out FOLDER` (the
-quick preset: 141 probes, 12 searches).
+quick preset: 141 probes, 12 searches); both with `engine = {record_trajectory = true,
+trajectory_per_decade = 0}` added (`--set engine.record_trajectory=true --set engine.trajectory_per_decade=0`),
+which the rule's replay reads.
 
 `python benchmarks/search_latency.py` writes `RESULTS_search_latency.md` (about 30 s, pure Python).
 """
@@ -63,11 +68,14 @@ DEPTHS = (0, 1, 2, 3)
 PROBES = (7, 11, 23)  # probes per round compared besides the planner's: the H200 run's plan, fewer, more
 TODAY_PROBES = 11  # the plan of the H200 run (RESULTS_gpu_throughput_2026-11-28.md): today's rounds
 VERDICT_DEPTH = 2
+GIVE_UP = (0.5, 2.0)  # the early-failure rule modelled: a window of half the budget, pace 2 (RESULTS_give_up.md)
 TARGET_PATH, TARGET_RUN_STEPS = 1.5, 1.3  # issue 38: budgets per search; ÷ today's run-steps
 DRIVER_SECTION = "## Measured in the driver"  # the results file's section on real sweeps (driver_critical_path.py)
 
 # Fitted with --fit (see the docstring): per bin of BELOW, the quantiles of steps-to-threshold ÷ budget;
-# per bin of ABOVE, the share of probes that still succeed.
+# per bin of ABOVE, the share of probes that still succeed; give_up: the rule GIVE_UP replayed on the same
+# runs recorded with every evaluation (`[engine] record_trajectory = true`, training unchanged: the tables
+# above fit the same), the quantiles of a failing probe's end ÷ budget and the successes it would stop.
 FITTED = {
     "linear": {
         "steps": [
@@ -79,6 +87,12 @@ FITTED = {
             [0.0078, 0.0312, 0.0391, 0.0557, 0.0781, 0.0938, 0.1426, 0.2539, 0.4609],
         ],
         "above": [0.0952, 0.0, 0.0455, 0.0],
+        "give_up": {
+            "rule": [0.5, 2.0],
+            "failing": [0.5, 0.5, 0.5, 0.5078, 0.5078, 0.5078, 0.5078, 0.5078, 0.8125],
+            "changed": 0,
+            "probes": 119,
+        },
     },
     "mlp": {
         "steps": [
@@ -90,6 +104,12 @@ FITTED = {
             [0.3438, 0.3672, 0.4062, 0.4766, 0.625, 0.6484, 0.7812, 0.9375, 1.0],
         ],
         "above": [0.0, 0.0, 0.3, 0.0],
+        "give_up": {
+            "rule": [0.5, 2.0],
+            "failing": [0.5, 0.5, 0.5625, 0.5938, 0.6875, 0.7422, 0.8125, 0.9062, 0.9688],
+            "changed": 2,
+            "probes": 63,
+        },
     },
 }
 
@@ -128,17 +148,29 @@ class OutcomeModel:
     steps: list  # per bin of BELOW: quantiles of steps-to-threshold ÷ the fitted runs' budget
     above: list  # per bin of ABOVE: the share that succeeds
     scale: float = 1.0  # of a success's steps, as a share of `budget`
+    failing: list | None = None  # with the early-failure rule: quantiles of a failure's end ÷ budget (None: 1)
 
     def trial(self, threshold: int, key, value: int) -> Trial:
         x, u = value / threshold, unit_hash(key, value)
         if x > 1 and unit_hash("above", key, value) >= self.above[bisect.bisect_left(ABOVE, x)]:
-            return Trial(False, self.budget)
+            return Trial(False, self.failure_steps(u))
         share = quantile(self.steps[min(bisect.bisect_left(BELOW, x), len(BELOW) - 1)], u)
-        blocks = math.ceil(self.scale * share * self.budget / self.eval_every)
-        return Trial(True, min(self.budget, max(1, blocks) * self.eval_every))
+        return Trial(True, self.whole_evaluations(self.scale * share))
+
+    def failure_steps(self, u: float) -> int:
+        """When a failure is known: its whole budget, or where the rule gives up (a share of the budget)."""
+        return self.budget if self.failing is None else self.whole_evaluations(quantile(self.failing, u))
+
+    def whole_evaluations(self, share: float) -> int:
+        """`share` of the budget, rounded up to whole evaluations, at least one and at most the budget."""
+        blocks = math.ceil(share * self.budget / self.eval_every)
+        return min(self.budget, max(1, blocks) * self.eval_every)
 
     def scaled(self, scale: float) -> "OutcomeModel":
         return dataclasses.replace(self, scale=scale)
+
+    def giving_up(self, failing: list) -> "OutcomeModel":
+        return dataclasses.replace(self, failing=failing)
 
 
 def fit(folder: str, budget: int) -> dict:
@@ -162,6 +194,35 @@ def fit(folder: str, budget: int) -> dict:
     edges = (1.0, *ABOVE)
     shares = [round(float(above.ok[(above.x > lo) & (above.x <= hi)].mean()), 4) for lo, hi in zip(edges, edges[1:])]
     return {"steps": steps, "above": shares}
+
+
+def fit_give_up(folder: str, share: float, pace: float) -> dict:
+    """The early-failure rule (window `share` of the budget, pace P) replayed on a results folder with every
+    evaluation recorded (validate_give_up.given_up_at): the quantiles of a failing probe's end (its runs'
+    latest) ÷ the budget, and the runs that succeeded at full length that it would stop first."""
+    import numpy as np
+
+    import validate_give_up as vg
+    from jaxmem.driver.settings import settings_of
+    from jaxmem.persistence.store import load_results
+
+    from jaxmem.persistence.store import Store
+
+    settings = settings_of(parse(json.loads(Store(folder).meta()["resolved_spec"]), name="fitted"))
+    runs, trajectories = load_results(folder, expand=False), load_results(folder, "trajectories", expand=False)
+    window, ends, changed = vg.window_evaluations(settings, share), {}, 0
+    for run_id, group in trajectories.groupby("run_id"):
+        group = group.sort_values("step")
+        run = runs[runs.run_id == run_id].iloc[0]
+        values = [json.loads(m)[settings.metric] for m in group["metrics"]]
+        at = vg.given_up_at(settings, window, pace, list(group["step"]), values)
+        end = int(run.steps_run) if at is None or at >= run.steps_run else at
+        changed += bool(run.success) and end < run.steps_run
+        probe = (run.point, run.seed, run.value)
+        ends[probe] = max(ends.get(probe, 0), end) if not run.success else math.inf
+    failing = [e / settings.steps for e in ends.values() if e != math.inf]
+    quantiles = np.quantile(failing, np.linspace(0, 1, QUANTILES + 1)).round(4).tolist()
+    return {"rule": [share, pace], "failing": quantiles, "changed": int(changed), "probes": len(failing)}
 
 
 # -- the grids -----------------------------------------------------------------------------------------------
@@ -190,9 +251,15 @@ class Grid:
         return lambda key, value: model.trial(self.thresholds[key], key, value)
 
 
-def grid_of(name: str, gpu_run: dict) -> Grid:
-    """The grid's searches with the plan the planner makes for one H200 today, N* from the H200 run."""
-    raw = bp.jaxmem_spec(bp.GRIDS[name], bp.SEEDS_DEFAULT, "verified", 0)
+def grid_of(name: str, gpu_run: dict, give_up: tuple[float, float] | None = None) -> Grid:
+    """The grid's searches with the plan the planner makes for one H200 today, N* from the H200 run;
+    `give_up`: with the early-failure rule (window share, pace) in its spec."""
+    steps = bp.GRIDS[name]["steps"]
+    window = round(give_up[0] * 128) if give_up else 0  # the grids evaluate every steps / 128
+    raw = bp.jaxmem_spec(bp.GRIDS[name], bp.SEEDS_DEFAULT, "verified", window)
+    if give_up:
+        raw["train"]["give_up_pace"] = give_up[1]
+    assert raw["train"]["eval_every"] * 128 == steps
     spec, exp, target = parse(raw, name=f"fig1_{name}"), get(raw["experiment"]), named("h200")
     plan = planner.plan(spec, exp, target)
     assert plan.estimate.compiles == 1, "the model holds one program"
@@ -372,7 +439,39 @@ def grid_section(grid: Grid, model: OutcomeModel, gpu: dict) -> tuple[list[str],
         seg_body,
     )
     verdicts = [verdict(grid.name, label, rows[label], today, budget) for label in rows]
-    return lines + [""], verdicts
+    ruled_lines, ruled_verdicts = give_up_section(grid.name, model, gpu, today)
+    return lines + ["", *ruled_lines], verdicts + ruled_verdicts
+
+
+def give_up_section(name: str, model: OutcomeModel, gpu: dict, today: Row) -> tuple[list[str], list[str]]:
+    """The plans again with the early-failure rule GIVE_UP in the spec: failing probes end where the rule,
+    replayed on the fitted CPU runs, stopped them; K the planner's for that spec, and others."""
+    fitted = FITTED[name]["give_up"]
+    assert tuple(fitted["rule"]) == GIVE_UP, "FITTED holds another rule: fit it again (--fit)"
+    grid = grid_of(name, gpu[f"jaxmem/{name}"], GIVE_UP)
+    ruled, budget, planned = model.giving_up(fitted["failing"]), grid.budget, grid.search.probes
+    plans = {f"K = {k}" + (", the planner's with the rule" if k == planned else ""): k for k in (7, 11)}
+    plans.setdefault(f"K = {planned}, the planner's with the rule", planned)
+    safe = "changes no run" if not fitted["changed"] else f"changes {fitted['changed']} run(s) (not safe there)"
+    rule = f"early-failure rule {GIVE_UP[0]:g}/{GIVE_UP[1]:g}" + ("" if not fitted["changed"] else f", which {safe}")
+    body, verdicts = [], []
+    for label, k in sorted(plans.items(), key=lambda p: p[1]):
+        rows = plan_rows(grid.with_probes(k), ruled, label, grid.eval_every, depths=(VERDICT_DEPTH,))
+        body += [row_cells(r, rows[0], today, budget, grid.search.resolution) for r in rows]
+        verdicts.append(verdict(name, f"{label}, {rule}", rows, today, budget))
+    lines = [
+        f"### {name}, with the early-failure rule (window {GIVE_UP[0]:g} of the budget, pace {GIVE_UP[1]:g})",
+        "",
+        f"`give_up = {round(GIVE_UP[0] * 128)}` evaluations, `give_up_pace = {GIVE_UP[1]:g}` in the spec. A failing "
+        f"probe ends where the rule, replayed on the fitted CPU runs' recorded evaluations, stopped it: quantiles "
+        f"{', '.join(f'{q:g}' for q in fitted['failing'])} of the budget ({fitted['probes']} failing probes); there "
+        f"the rule {safe}. Successes as above. The planner's plan for the spec with the rule: `{grid.plan.strip()}`. "
+        "*÷ today's*: against today's rounds without the rule.",
+        "",
+        *table(COLUMNS, body),
+        "",
+    ]
+    return lines, verdicts
 
 
 def segments(grid: Grid) -> list[tuple[str, int]]:
@@ -406,7 +505,7 @@ def main() -> None:
         budgets = {"linear": bp.GRIDS["linear"]["steps"], "mlp": 2048}
         for item in args.fit:
             name, folder = item.split("=", 1)
-            print(name, json.dumps(fit(folder, budgets[name])))
+            print(name, json.dumps({**fit(folder, budgets[name]), "give_up": fit_give_up(folder, *GIVE_UP)}))
         return
     gpu = gpu_runs()
     lines = [

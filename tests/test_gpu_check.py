@@ -294,3 +294,18 @@ def test_the_step_verdict_takes_the_fastest_loss_path_of_the_acceptance_program(
     ]
     assert G.step_verdict(found, MLP) == ("PASS", "300 µs at 256 slots, loss_block 128, pallas kernels")
     assert G.step_verdict(found[:1], MLP) == ("FAIL", "1100 µs at 256 slots, dense loss")
+
+
+def test_a_pinned_k_case_gets_its_row_and_the_planners_choice_is_judged_by_wall_time():
+    assert "jaxmem-k7/mlp" in G.FULL.cases() and G.pinned_probes("jaxmem-k7") == 7 and not G.pinned_probes("jaxmem")
+    records = canned("full")
+    linear = next(r for r in records if r["case"] == "jaxmem/linear")
+    plan7 = {**linear["result"]["plan"], "probes": 7}
+    records.append(
+        {**linear, "case": "jaxmem-k7/linear", "process_s": 12.0, "result": {**linear["result"], "plan": plan7}}
+    )
+    text = G.markdown(records)
+    assert "| jaxmem, K = 7 pinned (5 seeds) | 12.0 |" in text and "| 7 / 1 |" in text
+    assert "linear: the planner's K (11) against K = 7 pinned: 9.0 s against 12.0 s" in text
+    assert "the planner's choice is the faster (0.75×; within 5 % is as fast)" in text
+    assert "mlp: the planner's K (?) against K = 7 pinned: not run." in text

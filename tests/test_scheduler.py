@@ -223,3 +223,17 @@ def test_paper_mode_is_the_authors_binary_search(threshold, depth, noise):
     assert sorted(t.outcomes, key=lambda v: t.outcomes[v].at) == probed  # one probe at a time, in its order
     assert t.probes == len(probed) and t.frozen == 0
     assert t.done_at == sum(trial("a", v).steps for v in probed)
+
+
+def test_the_modelled_failures_end_at_the_give_up_window():
+    """The planner's and the dry run's outcome model: a failure known at the end of its budget, or with
+    the early-failure rule after its window of K evaluations; the critical path shortens with it."""
+    assert timeline.failure_step(BUDGET, 16, 0) == BUDGET
+    assert timeline.failure_step(BUDGET, 16, 32) == 512
+    assert timeline.failure_step(BUDGET, 16, 128) == BUDGET  # a window past the budget: the budget
+    spec = make_spec(probes=1)
+    first = {k: search.start(spec, 8, 400) for k in range(3)}
+    full, early = (timeline.estimate(spec, first, 2, SEGMENT, 9, BUDGET, 16, k) for k in (0, 32))
+    assert early.path < full.path and early.run_steps < full.run_steps
+    spans = [t.spans for runs in timeline.modelled(spec, first, 2, SEGMENT, 9, BUDGET, 16, 32) for t in runs.values()]
+    assert max(end - start for s in spans for _, start, end in s) <= 512

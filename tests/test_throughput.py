@@ -77,7 +77,8 @@ def test_give_up_needs_a_success_rule_and_a_sane_window():
     with pytest.raises(SpecError, match="train.give_up_pace: has no effect without train.give_up"):
         parse({**base, "train": {"steps": 8, "eval_every": 4, "give_up_pace": 2, "early_stop": 0.9}}, "s")
     with pytest.raises(SpecError, match="train.give_up_pace: must be >= 1"):
-        parse({**base, "train": {"steps": 8, "eval_every": 4, "give_up": 1, "give_up_pace": 0.5, "early_stop": 0.9}}, "s")
+        train = {"steps": 8, "eval_every": 4, "give_up": 1, "give_up_pace": 0.5, "early_stop": 0.9}
+        parse({**base, "train": train}, "s")
 
 
 SEARCH = {

@@ -215,7 +215,7 @@ def _timelines(sweep, programs: list[Program], points: dict[str, str]) -> list[d
     slots = sum(p.runs for p in programs)  # a slot for each run of the first round: queues are in its programs' time
     segment = knobs.segment_steps or train.eval_every
     return search_timeline.modelled(
-        sweep.layout.search, first, knobs.speculation, segment, slots, train.steps, train.eval_every
+        sweep.layout.search, first, knobs.speculation, segment, slots, train.steps, train.eval_every, train.give_up
     )
 
 
@@ -300,10 +300,12 @@ def _model_words(sweep) -> str:
     schedule = (
         f"speculating {sweep.plan.knobs.speculation} round(s)" if sweep.plan.knobs.speculation else "round barrier"
     )
-    share = search_timeline.SUCCESS_SHARE
+    share, train = search_timeline.SUCCESS_SHARE, sweep.spec.train
+    failure = search_timeline.failure_step(train.steps, train.eval_every, train.give_up)
+    when = "all of it" if failure == train.steps else f"{failure:,} steps (its give_up window)"
     return (
         f"{schedule}; answers spread across each bracket, a success known after {share:g} of a budget, a failure "
-        "after all of it: jaxmem.plan.search_timeline"
+        f"after {when}: jaxmem.plan.search_timeline"
     )
 
 

@@ -146,7 +146,15 @@ def live_steps(spans: Iterable[tuple[int, int]]) -> int:
 
 
 POSITIONS = (0.2, 0.4, 0.6, 0.8)  # where, between a bracket's ends (geometrically), estimate puts the answers
-SUCCESS_SHARE = 0.25  # of the step budget, a success takes in estimate (failures take all of it)
+SUCCESS_SHARE = 0.25  # of the step budget, a success takes in estimate (failures: see `failure_step`)
+
+
+def failure_step(budget: int, every: int, give_up: int) -> int:
+    """When a failing probe's outcome is known in `modelled`: the end of its `budget`, or with the
+    early-failure rule (`train.give_up` = K evaluations of `every` steps) its first chance to give up,
+    after K evaluations (on the Fig 1 linear quick grid the rule with a half-budget window stopped the
+    failing runs at 0.54 of the budget on average: benchmarks/RESULTS_give_up.md)."""
+    return min(budget, give_up * every) if give_up else budget
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,26 +174,42 @@ class Estimate:
 
 
 def estimate(
-    spec: SearchSpec, first: Mapping[Hashable, Bracket], depth: int, segment: int, slots: int, budget: int, every: int
+    spec: SearchSpec,
+    first: Mapping[Hashable, Bracket],
+    depth: int,
+    segment: int,
+    slots: int,
+    budget: int,
+    every: int,
+    give_up: int = 0,
 ) -> Estimate:
     """The critical path, run-steps and occupancy of the searches `first` under the round barrier
     (`depth` 0) or the scheduler speculating `depth` rounds, in `slots` slots, deciding every `segment`
     steps (`simulate`, as benchmarks/search_latency.py does), on the outcome model of `modelled`."""
-    return summary(modelled(spec, first, depth, segment, slots, budget, every), slots)
+    return summary(modelled(spec, first, depth, segment, slots, budget, every, give_up), slots)
 
 
 def modelled(
-    spec: SearchSpec, first: Mapping[Hashable, Bracket], depth: int, segment: int, slots: int, budget: int, every: int
+    spec: SearchSpec,
+    first: Mapping[Hashable, Bracket],
+    depth: int,
+    segment: int,
+    slots: int,
+    budget: int,
+    every: int,
+    give_up: int = 0,
 ) -> list[dict[Hashable, Timeline]]:
     """The searches' timelines (`simulate`) for each of POSITIONS: every search's answer at that position
     across its first bracket (geometrically), outcomes monotone, a success known after SUCCESS_SHARE of
-    the `budget` (in whole evaluations of `every` steps), a failure after all of it."""
+    the `budget` (in whole evaluations of `every` steps), a failure at `failure_step` (`give_up`: the
+    early-failure rule's window in evaluations, 0 without it)."""
     policy = speculative(spec, first, depth) if depth else rounds(spec, first)
     success = max(every, -(-int(SUCCESS_SHARE * budget) // every) * every)
+    failure = failure_step(budget, every, give_up)
     timelines = []
     for position in POSITIONS:
         answer = {k: b.lo * (b.hi / b.lo) ** position for k, b in first.items()}
-        trial = lambda key, value, answer=answer: Trial(True, success) if value <= answer[key] else Trial(False, budget)  # noqa: E731
+        trial = lambda key, v, answer=answer: Trial(True, success) if v <= answer[key] else Trial(False, failure)  # noqa: E731
         timelines.append(simulate(policy, list(first), trial, segment, slots))
     return timelines
 
