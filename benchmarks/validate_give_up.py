@@ -11,7 +11,8 @@ rule on (a search is a function of its verdicts); *probes changed* counts the pr
 (a probe survives a changed run where another learning rate still succeeds).
 
 `python benchmarks/validate_give_up.py` writes `RESULTS_give_up.md`; `--sweeps a.toml,b.toml` (default:
-every shipped sweep with a search), `--windows 0.25,0.5`, `--paces 1,2`, `--keep DIR` (keep the
+every shipped sweep with a search), `--grids "mlp:8;linear"` (bench_protocol's Fig 1 grids at the authors'
+step budget, 5 seeds, at these widths), `--windows 0.25,0.5`, `--paces 1,2`, `--keep DIR` (keep the
 full-length runs there, one folder a sweep, and read them instead of training where they are complete).
 """
 
@@ -39,6 +40,9 @@ def capacity_sweeps() -> list[str]:
     return [str(p.relative_to(ROOT)) for p in sorted(ROOT.glob("sweeps/*/*.toml")) if "search" in read_toml(p)]
 
 
+RECORDED = {"record_trajectory": True, "trajectory_per_decade": 0}  # every evaluation of every run
+
+
 def full_length_spec(path: Path):
     """The sweep's quick preset with the rule off and every evaluation of every run recorded."""
     from jaxmem.spec.sweep import parse, read_toml
@@ -46,8 +50,34 @@ def full_length_spec(path: Path):
     raw = read_toml(path)
     quick = raw.setdefault("presets", {}).setdefault("quick", {})
     quick.setdefault("train", {}).update(give_up=0, give_up_pace=1.0)
-    quick.setdefault("engine", {}).update(record_trajectory=True, trajectory_per_decade=0)
+    quick.setdefault("engine", {}).update(RECORDED)
     return parse(raw, name=path.stem, preset="quick")
+
+
+def grid_spec(name: str, ds: list[int]):
+    """bench_protocol's Fig 1 grid `name` (5 seeds, the authors' rate and step budget) at the widths `ds`,
+    every evaluation recorded: the rule at the paper's budget, where the quick presets' is shorter."""
+    import bench_protocol as bp
+
+    from jaxmem.spec.sweep import parse
+
+    raw = bp.jaxmem_spec({**bp.GRIDS[name], "d": ds}, bp.SEEDS_DEFAULT, "verified", 0)
+    return parse({**raw, "engine": RECORDED}, name=f"grid-{name}-" + "-".join(map(str, ds)))
+
+
+def sources(sweeps: list[str], grids: list[str]) -> list[tuple[str, object]]:
+    """(label, spec) of each sweep file and each grid `NAME:d,d` (bench_protocol's grids)."""
+    import bench_protocol as bp
+
+    found = [(sweep, full_length_spec(ROOT / sweep)) for sweep in sweeps]
+    for item in grids:
+        name, _, widths = item.partition(":")
+        ds = [int(d) for d in widths.split(",")] if widths else bp.GRIDS[name]["d"]
+        grid = bp.GRIDS[name]
+        seeds = len(bp.SEEDS_DEFAULT)
+        label = f"bench_protocol {name} grid, d ∈ {ds}, {seeds} seeds, lr {grid['lr']:g}, {grid['steps']:,} steps"
+        found.append((label, grid_spec(name, ds)))
+    return found
 
 
 def window_evaluations(settings, share: float) -> int:
@@ -89,9 +119,9 @@ def _predicate(rule):
     return jax.jit(lambda rings, bests: jax.vmap(one)(rings, n, bests))
 
 
-def full_length_runs(path: Path, spec, keep: Path | None):
-    """(runs, trajectories, wall seconds) of the sweep's full-length quick preset: trained into `keep`
-    (or a temporary folder), or read from `keep` where an earlier call completed it."""
+def full_length_runs(spec, keep: Path | None):
+    """(runs, trajectories, wall seconds) of the full-length spec: trained into `keep` (a folder named for
+    the spec; or a temporary folder), or read from `keep` where an earlier call completed it."""
     from jaxmem.driver.sweep import run_sweep
     from jaxmem.persistence.store import load_results
 
@@ -99,7 +129,7 @@ def full_length_runs(path: Path, spec, keep: Path | None):
         return load_results(folder, expand=False), load_results(folder, "trajectories", expand=False)
 
     if keep is not None:
-        folder = keep / path.stem
+        folder = keep / spec.name
         if (folder / COMPLETE).exists():
             return (*read(folder), json.loads((folder / COMPLETE).read_text())["wall_s"])
         start = time.perf_counter()
@@ -145,16 +175,15 @@ def replay(settings, runs, series, window: int, pace: float) -> dict:
     }
 
 
-def validate(path: Path, rules: list[tuple[float, float]], keep: Path | None) -> dict:
+def validate(label: str, spec, rules: list[tuple[float, float]], keep: Path | None) -> dict:
     from jaxmem.driver.settings import settings_of
 
-    spec = full_length_spec(path)
-    out = {"sweep": str(path.relative_to(ROOT)), "rules": {}}
+    out = {"sweep": label, "rules": {}}
     if spec.step_budget is not None or spec.train.eval_schedule == "log" or not spec.train.steps:
         out["skipped"] = "no fixed step budget on a linear evaluation schedule: the rule does not apply"
         return out
     settings = settings_of(spec)
-    runs, trajectories, out["wall_s"] = full_length_runs(path, spec, keep)
+    runs, trajectories, out["wall_s"] = full_length_runs(spec, keep)
     series = {}
     for run_id, group in trajectories.groupby("run_id"):
         group = group.sort_values("step")
@@ -217,6 +246,9 @@ def markdown(results: list[dict], rules: list[tuple[float, float]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sweeps", default=None, help="comma-separated sweep files (default: every capacity sweep)")
+    parser.add_argument(
+        "--grids", default="", help="bench_protocol grids too, NAME or NAME:d,d (e.g. mlp:8), semicolon-separated"
+    )
     parser.add_argument("--windows", default="0.125,0.25,0.5", help="windows, as shares of the step budget")
     parser.add_argument("--paces", default="1,2", help="paces P (give_up_pace)")
     parser.add_argument("--keep", default=None, help="keep (and reuse) the full-length runs in this folder")
@@ -226,9 +258,9 @@ def main() -> None:
     sweeps = args.sweeps.split(",") if args.sweeps else capacity_sweeps()
     keep = Path(args.keep) if args.keep else None
     results = []
-    for sweep in sweeps:
-        print(f"[validate] {sweep} ...", flush=True)
-        results.append(validate(ROOT / sweep, rules, keep))
+    for label, spec in sources(sweeps, [g for g in args.grids.split(";") if g]):
+        print(f"[validate] {label} ...", flush=True)
+        results.append(validate(label, spec, rules, keep))
         print(json.dumps({k: v for k, v in results[-1].items() if k != "rules"}, default=str), flush=True)
         Path(args.out).write_text(markdown(results, rules))
     print(f"wrote {args.out}")

@@ -3,9 +3,11 @@ cheaper than a compile, and the early-failure rule (`[train] give_up`)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import jaxmem
@@ -60,6 +62,29 @@ def test_a_faster_pace_keeps_a_slow_climber_going():
     assert _hopeless(RULE, [0.3] * 4, 80, 0.4)
     assert not _hopeless(RULE._replace(give_up_pace=2.0), [0.3] * 4, 80, 0.4)
     assert _hopeless(RULE._replace(give_up_pace=2.0), [0.5] * 4, 80, 0.5)  # no gain: no pace saves it
+
+
+def test_the_validation_replays_the_engines_rule_evaluation_by_evaluation():
+    """validate_give_up.given_up_at (the predicate vmapped over a run's evaluations) stops a run where the
+    engine's ring of recent bests, stepped one evaluation at a time, does."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import validate_give_up
+
+    rng, outcomes = np.random.default_rng(0), set()
+    for window, pace in ((4, 1.0), (8, 2.0)):
+        rule = RULE._replace(give_up=window, give_up_pace=pace)
+        for _ in range(3):
+            values = np.minimum(np.cumsum(rng.uniform(0, 0.02, 101)) * rng.uniform(0.3, 1.5), 1.0)
+            steps = [10 * i for i in range(101)]
+            recent, expected = np.zeros(window, np.float32), None
+            for n, best in enumerate(np.maximum.accumulate(values).astype(np.float32)):
+                if _hopeless(rule, recent, n, best):
+                    expected = steps[n]
+                    break
+                recent[n % window] = best
+            assert validate_give_up.given_up_at(rule, window, pace, steps, list(values)) == expected
+            outcomes.add(expected is None)
+    assert outcomes == {True, False}  # runs it stops and runs it keeps
 
 
 def test_lower_is_better_gives_up_on_the_negated_scale():
