@@ -143,9 +143,11 @@ def full_length_runs(spec, keep: Path | None):
         return (*read(Path(tmp)), time.perf_counter() - start)
 
 
-def replay(settings, runs, series, window: int, pace: float) -> dict:
-    """The rule (window K evaluations, pace P) on every run's recorded evaluations."""
+def replay(settings, runs, series, window: int, pace: float, searched: str = "") -> dict:
+    """The rule (window K evaluations, pace P) on every run's recorded evaluations (`searched`: the
+    searched field, left out where a changed run is named)."""
     probe_of = {r.run_id: (r.point, r.seed, r.value) for r in runs.itertuples()}
+    varying = varying_fields(runs, searched)
     probes_won = {probe_of[r.run_id] for r in runs.itertuples() if r.success}
     changed, stopped, saved, lost, failing_ends = [], 0, 0, set(), []
     for run in runs.itertuples():
@@ -159,7 +161,11 @@ def replay(settings, runs, series, window: int, pace: float) -> dict:
             continue
         if bool(run.success):
             lost.add(run.run_id)
-            changed.append(f"{run.config}, value {run.value}: succeeded at step {run.steps_run}, given up at {at}")
+            where = ", ".join(f"{k} = {v}" for k, v in json.loads(run.config).items() if k in varying)
+            changed.append(
+                f"{where}{', ' if where else ''}seed {run.seed}, lr {run.lr:g}, value {run.value}: succeeded at step "
+                f"{run.steps_run}, given up at {at}"
+            )
             continue
         stopped += 1
         saved += int(run.steps_run) - at
@@ -173,6 +179,13 @@ def replay(settings, runs, series, window: int, pace: float) -> dict:
         "saved": saved / max(int(runs["steps_run"].sum()), 1),
         "failing_end": float(np.mean(failing_ends)) if failing_ends else math.nan,
     }
+
+
+def varying_fields(runs, searched: str) -> set[str]:
+    """The config fields whose value differs between the sweep's points, the `searched` one aside."""
+    configs = [json.loads(c) for c in runs["config"].unique()]
+    values = {k: {json.dumps(c.get(k)) for c in configs} for k in set().union(*configs) if k != searched}
+    return {k for k, v in values.items() if len(v) > 1}
 
 
 def validate(label: str, spec, rules: list[tuple[float, float]], keep: Path | None) -> dict:
@@ -189,7 +202,8 @@ def validate(label: str, spec, rules: list[tuple[float, float]], keep: Path | No
         group = group.sort_values("step")
         series[run_id] = (list(group["step"]), [json.loads(m)[settings.metric] for m in group["metrics"]])
     for share, pace in rules:
-        out["rules"][f"{share:g}/{pace:g}"] = replay(settings, runs, series, window_evaluations(settings, share), pace)
+        window = window_evaluations(settings, share)
+        out["rules"][f"{share:g}/{pace:g}"] = replay(settings, runs, series, window, pace, spec.search.variable)
     out["runs"] = len(runs)
     out["probes"] = len({(r.point, r.seed, r.value) for r in runs.itertuples()})
     out["failures"] = int((~runs["success"].astype(bool)).sum())
