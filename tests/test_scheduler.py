@@ -233,7 +233,7 @@ def test_the_modelled_failures_end_at_the_give_up_window():
     assert timeline.failure_step(BUDGET, 16, 128) == BUDGET  # a window past the budget: the budget
     spec = make_spec(probes=1)
     first = {k: search.start(spec, 8, 400) for k in range(3)}
-    full, early = (timeline.estimate(spec, first, 2, SEGMENT, 9, BUDGET, 16, k) for k in (0, 32))
+    full, early = (timeline.summary(timeline.modelled(spec, first, 2, SEGMENT, 9, BUDGET, 16, k), 9) for k in (0, 32))
     assert early.path < full.path and early.run_steps < full.run_steps
     spans = [t.spans for runs in timeline.modelled(spec, first, 2, SEGMENT, 9, BUDGET, 16, 32) for t in runs.values()]
     assert max(end - start for s in spans for _, start, end in s) <= 512

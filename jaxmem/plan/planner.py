@@ -198,10 +198,10 @@ def critical_path_budgets(spec: SweepSpec, exp: Experiment, layout: Layout, knob
     alike there), in the first round's `slots` per seed and learning rate, deciding every segment."""
     first = {i: first_bracket(exp, layout, point) for i, point in enumerate(spec.points)}
     steps, every = spec.train.steps, spec.train.eval_every
-    give_up = spec.train.give_up
-    path = search_timeline.estimate(
-        layout.search, first, knobs.speculation, knobs.segment_steps, slots, steps, every, give_up
+    timelines = search_timeline.modelled(
+        layout.search, first, knobs.speculation, knobs.segment_steps, slots, steps, every, spec.train.give_up
     )
+    path = search_timeline.summary(timelines, slots)
     return path.path / steps
 
 

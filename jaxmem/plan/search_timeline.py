@@ -173,22 +173,6 @@ class Estimate:
         )
 
 
-def estimate(
-    spec: SearchSpec,
-    first: Mapping[Hashable, Bracket],
-    depth: int,
-    segment: int,
-    slots: int,
-    budget: int,
-    every: int,
-    give_up: int = 0,
-) -> Estimate:
-    """The critical path, run-steps and occupancy of the searches `first` under the round barrier
-    (`depth` 0) or the scheduler speculating `depth` rounds, in `slots` slots, deciding every `segment`
-    steps (`simulate`, as benchmarks/search_latency.py does), on the outcome model of `modelled`."""
-    return summary(modelled(spec, first, depth, segment, slots, budget, every, give_up), slots)
-
-
 def modelled(
     spec: SearchSpec,
     first: Mapping[Hashable, Bracket],
@@ -199,7 +183,8 @@ def modelled(
     every: int,
     give_up: int = 0,
 ) -> list[dict[Hashable, Timeline]]:
-    """The searches' timelines (`simulate`) for each of POSITIONS: every search's answer at that position
+    """The searches' timelines (`simulate`) for each of POSITIONS, as the planner and the dry run model them
+    (`summary`: their critical path, run-steps and occupancy): every search's answer at that position
     across its first bracket (geometrically), outcomes monotone, a success known after SUCCESS_SHARE of
     the `budget` (in whole evaluations of `every` steps), a failure at `failure_step` (`give_up`: the
     early-failure rule's window in evaluations, 0 without it)."""
@@ -215,7 +200,9 @@ def modelled(
 
 
 def summary(timelines: list[dict[Hashable, Timeline]], slots: int) -> Estimate:
-    """The critical path, mean end and run-steps of `modelled` timelines, averaged over its positions."""
+    """The critical path, mean end and run-steps of `modelled` timelines, averaged over its positions: the
+    searches under the round barrier (depth 0) or the scheduler speculating, as benchmarks/search_latency.py
+    runs them."""
     paths = [max(t.done_at for t in runs.values()) for runs in timelines]
     means = [sum(t.done_at for t in runs.values()) / len(runs) for runs in timelines]
     steps = [sum(t.run_steps for t in runs.values()) for runs in timelines]
