@@ -65,18 +65,27 @@ def grid_spec(name: str, ds: list[int]):
     return parse({**raw, "engine": RECORDED}, name=f"grid-{name}-" + "-".join(map(str, ds)))
 
 
-def sources(sweeps: list[str], grids: list[str]) -> list[tuple[str, object]]:
-    """(label, spec) of each sweep file and each grid `NAME:d,d` (bench_protocol's grids)."""
+def quick_rule(path: Path) -> str:
+    """The rule the sweep's quick preset runs with: its window as a share of the budget and its pace, or off."""
+    from jaxmem.spec.sweep import load
+
+    train = load(path, "quick").train
+    return f"{train.give_up * train.eval_every / train.steps:.2g}/{train.give_up_pace:g}" if train.give_up else "off"
+
+
+def sources(sweeps: list[str], grids: list[str]) -> list[tuple[str, object, str]]:
+    """(label, spec, the rule it runs with) of each sweep file (its quick preset's) and each grid `NAME:d,d`
+    (bench_protocol's grids: off)."""
     import bench_protocol as bp
 
-    found = [(sweep, full_length_spec(ROOT / sweep)) for sweep in sweeps]
+    found = [(sweep, full_length_spec(ROOT / sweep), quick_rule(ROOT / sweep)) for sweep in sweeps]
     for item in grids:
         name, _, widths = item.partition(":")
         ds = [int(d) for d in widths.split(",")] if widths else bp.GRIDS[name]["d"]
         grid = bp.GRIDS[name]
         seeds = len(bp.SEEDS_DEFAULT)
         label = f"bench_protocol {name} grid, d ∈ {ds}, {seeds} seeds, lr {grid['lr']:g}, {grid['steps']:,} steps"
-        found.append((label, grid_spec(name, ds)))
+        found.append((label, grid_spec(name, ds), "off"))
     return found
 
 
@@ -188,10 +197,10 @@ def varying_fields(runs, searched: str) -> set[str]:
     return {k for k, v in values.items() if len(v) > 1}
 
 
-def validate(label: str, spec, rules: list[tuple[float, float]], keep: Path | None) -> dict:
+def validate(label: str, spec, default: str, rules: list[tuple[float, float]], keep: Path | None) -> dict:
     from jaxmem.driver.settings import settings_of
 
-    out = {"sweep": label, "rules": {}}
+    out = {"sweep": label, "default": default, "rules": {}}
     if spec.step_budget is not None or spec.train.eval_schedule == "log" or not spec.train.steps:
         out["skipped"] = "no fixed step budget on a linear evaluation schedule: the rule does not apply"
         return out
@@ -231,14 +240,16 @@ def markdown(results: list[dict], rules: list[tuple[float, float]]) -> str:
         "whose verdict the rule flips: each would change that search) / *runs changed* (runs that succeeded",
         "at full length that the rule stops first) / *stopped* (failing runs it stops early) / *steps saved*",
         "(share of all the sweep's training steps) / *failing end* (where the failing runs end, mean share of",
-        "the budget). *safe*: the rule saving the most steps among those that change no run.",
+        "the budget). *safe*: the rule saving the most steps among those that change no run. *on by default*:",
+        "the rule the sweep's quick preset runs with today (its spec's `give_up`, `give_up_pace`).",
         "",
-        "| sweep | probes | runs | failing | " + " | ".join(names) + " | safe |",
-        "| --- | ---: | ---: | ---: | " + " | ".join("---:" for _ in names) + " | --- |",
+        "| sweep | probes | runs | failing | " + " | ".join(names) + " | safe | on by default |",
+        "| --- | ---: | ---: | ---: | " + " | ".join("---:" for _ in names) + " | --- | --- |",
     ]
     for r in results:
         if "skipped" in r:
-            lines.append(f"| {r['sweep']} | — | — | — | " + " | ".join("—" for _ in names) + f" | {r['skipped']} |")
+            cells = " | ".join("—" for _ in names)
+            lines.append(f"| {r['sweep']} | — | — | — | {cells} | {r['skipped']} | {r['default']} |")
             continue
         cells = [
             f"{w['probes_changed']} / {len(w['changed'])} / {w['stopped']} / {100 * w['saved']:.0f}% / "
@@ -247,7 +258,9 @@ def markdown(results: list[dict], rules: list[tuple[float, float]]) -> str:
         ]
         safe = safe_rule(r) or "none"
         lines.append(
-            f"| {r['sweep']} | {r['probes']} | {r['runs']} | {r['failures']} | " + " | ".join(cells) + f" | {safe} |"
+            f"| {r['sweep']} | {r['probes']} | {r['runs']} | {r['failures']} | "
+            + " | ".join(cells)
+            + f" | {safe} | {r['default']} |"
         )
     lines.append("")
     for r in results:
@@ -261,10 +274,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sweeps", default=None, help="comma-separated sweep files (default: every capacity sweep)")
     parser.add_argument(
-        "--grids", default="", help="bench_protocol grids too, NAME or NAME:d,d (e.g. mlp:8), semicolon-separated"
+        "--grids", default="linear;mlp:8", help="bench_protocol grids too, NAME or NAME:d,d, semicolon-separated"
     )
-    parser.add_argument("--windows", default="0.125,0.25,0.5", help="windows, as shares of the step budget")
-    parser.add_argument("--paces", default="1,2", help="paces P (give_up_pace)")
+    parser.add_argument("--windows", default="0.25,0.5", help="windows, as shares of the step budget")
+    parser.add_argument("--paces", default="1,2,4", help="paces P (give_up_pace)")
     parser.add_argument("--keep", default=None, help="keep (and reuse) the full-length runs in this folder")
     parser.add_argument("--out", default=str(HERE / "RESULTS_give_up.md"))
     args = parser.parse_args()
@@ -272,9 +285,9 @@ def main() -> None:
     sweeps = args.sweeps.split(",") if args.sweeps else capacity_sweeps()
     keep = Path(args.keep) if args.keep else None
     results = []
-    for label, spec in sources(sweeps, [g for g in args.grids.split(";") if g]):
+    for label, spec, default in sources(sweeps, [g for g in args.grids.split(";") if g]):
         print(f"[validate] {label} ...", flush=True)
-        results.append(validate(label, spec, rules, keep))
+        results.append(validate(label, spec, default, rules, keep))
         print(json.dumps({k: v for k, v in results[-1].items() if k != "rules"}, default=str), flush=True)
         Path(args.out).write_text(markdown(results, rules))
     print(f"wrote {args.out}")
