@@ -145,8 +145,8 @@ def live_steps(spans: Iterable[tuple[int, int]]) -> int:
     return total
 
 
-POSITIONS = (0.2, 0.4, 0.6, 0.8)  # where, between a bracket's ends (geometrically), estimate puts the answers
-SUCCESS_SHARE = 0.25  # of the step budget, a success takes in estimate (failures: see `failure_step`)
+POSITIONS = (0.2, 0.4, 0.6, 0.8)  # where, between a bracket's ends (geometrically), `modelled` puts the answers
+SUCCESS_SHARE = 0.25  # of the step budget, a success takes in `modelled` (failures: see `failure_step`)
 
 
 def failure_step(budget: int, every: int, give_up: int) -> int:
