@@ -204,18 +204,15 @@ def fit_give_up(folder: str, share: float, pace: float) -> dict:
 
     import validate_give_up as vg
     from jaxmem.driver.settings import settings_of
-    from jaxmem.persistence.store import load_results
-
-    from jaxmem.persistence.store import Store
+    from jaxmem.persistence.store import Store, load_results
 
     settings = settings_of(parse(json.loads(Store(folder).meta()["resolved_spec"]), name="fitted"))
-    runs, trajectories = load_results(folder, expand=False), load_results(folder, "trajectories", expand=False)
+    runs = load_results(folder, expand=False).set_index("run_id")
+    series = vg.recorded(load_results(folder, "trajectories", expand=False), settings.metric)
     window, ends, changed = vg.window_evaluations(settings, share), {}, 0
-    for run_id, group in trajectories.groupby("run_id"):
-        group = group.sort_values("step")
-        run = runs[runs.run_id == run_id].iloc[0]
-        values = [json.loads(m)[settings.metric] for m in group["metrics"]]
-        at = vg.given_up_at(settings, window, pace, list(group["step"]), values)
+    for run_id, (steps, values) in series.items():
+        run = runs.loc[run_id]
+        at = vg.given_up_at(settings, window, pace, steps, values)
         end = int(run.steps_run) if at is None or at >= run.steps_run else at
         changed += bool(run.success) and end < run.steps_run
         probe = (run.point, run.seed, run.value)

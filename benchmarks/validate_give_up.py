@@ -128,6 +128,15 @@ def _predicate(rule):
     return jax.jit(lambda rings, bests: jax.vmap(one)(rings, n, bests))
 
 
+def recorded(trajectories, metric: str) -> dict:
+    """run id -> (steps, values of `metric`) of its recorded evaluations, in step order."""
+    series = {}
+    for run_id, group in trajectories.groupby("run_id"):
+        group = group.sort_values("step")
+        series[run_id] = (list(group["step"]), [json.loads(m)[metric] for m in group["metrics"]])
+    return series
+
+
 def full_length_runs(spec, keep: Path | None):
     """(runs, trajectories, wall seconds) of the full-length spec: trained into `keep` (a folder named for
     the spec; or a temporary folder), or read from `keep` where an earlier call completed it."""
@@ -137,19 +146,20 @@ def full_length_runs(spec, keep: Path | None):
     def read(folder: Path):
         return load_results(folder, expand=False), load_results(folder, "trajectories", expand=False)
 
-    if keep is not None:
-        folder = keep / spec.name
-        if (folder / COMPLETE).exists():
-            return (*read(folder), json.loads((folder / COMPLETE).read_text())["wall_s"])
+    def timed(folder: Path) -> float:
         start = time.perf_counter()
         run_sweep(spec, folder, quiet=True)
-        wall = time.perf_counter() - start
+        return time.perf_counter() - start
+
+    if keep is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            wall = timed(Path(tmp))
+            return (*read(Path(tmp)), wall)
+    folder = keep / spec.name
+    if not (folder / COMPLETE).exists():
+        wall = timed(folder)
         (folder / COMPLETE).write_text(json.dumps({"wall_s": wall}))
-        return (*read(folder), wall)
-    with tempfile.TemporaryDirectory() as tmp:
-        start = time.perf_counter()
-        run_sweep(spec, Path(tmp), quiet=True)
-        return (*read(Path(tmp)), time.perf_counter() - start)
+    return (*read(folder), json.loads((folder / COMPLETE).read_text())["wall_s"])
 
 
 def replay(settings, runs, series, window: int, pace: float, searched: str = "") -> dict:
@@ -206,10 +216,7 @@ def validate(label: str, spec, default: str, rules: list[tuple[float, float]], k
         return out
     settings = settings_of(spec)
     runs, trajectories, out["wall_s"] = full_length_runs(spec, keep)
-    series = {}
-    for run_id, group in trajectories.groupby("run_id"):
-        group = group.sort_values("step")
-        series[run_id] = (list(group["step"]), [json.loads(m)[settings.metric] for m in group["metrics"]])
+    series = recorded(trajectories, settings.metric)
     for share, pace in rules:
         window = window_evaluations(settings, share)
         out["rules"][f"{share:g}/{pace:g}"] = replay(settings, runs, series, window, pace, spec.search.variable)
