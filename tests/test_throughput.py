@@ -124,17 +124,28 @@ def searches(tmp_path_factory):
         folder = tmp_path_factory.mktemp(f"give_up_{give_up}")
         spec = {**SEARCH, "train": {**SEARCH["train"], "give_up": give_up}}
         jaxmem.run(spec, folder)
-        out[give_up] = (load_results(folder), load_results(folder, "searches"), load_results(folder, "compiles"))
+        report = (folder / "report.md").read_text()
+        out[give_up] = (
+            load_results(folder),
+            load_results(folder, "searches"),
+            load_results(folder, "compiles"),
+            report,
+        )
     return out
 
 
 def test_a_lone_search_runs_in_one_slot_programs(searches):
-    _, _, compiles = searches[0]
+    _, _, compiles, _ = searches[0]
     assert set(compiles["slots"]) == {1}
 
 
 def test_giving_up_stops_failing_runs_and_keeps_every_verdict(searches):
-    (full, full_search, _), (short, short_search, _) = searches[0], searches[4]
+    (full, full_search, _, full_report), (short, short_search, _, short_report) = searches[0], searches[4]
+    assert "Early-failure rule" not in full_report  # the report says when the rule stopped runs
+    assert (
+        "- Early-failure rule: on: a run stopped once its best, gaining 1x what it gained over its last 4"
+        in short_report
+    )
     assert list(short_search["capacity"]) == list(full_search["capacity"])
     assert list(short["N"]) == list(full["N"])  # the same probes, so the same verdicts
     assert list(short["success"]) == list(full["success"])

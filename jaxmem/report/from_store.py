@@ -50,10 +50,21 @@ def meta_view(meta: dict, train: dict, compiles: pd.DataFrame) -> dict:
     platform = str(meta.get("device", "")).split(" ")[0]  # "cpu x1 (cpu)": the platform first
     view["matmul_precision"] = precision_label(engine.get("matmul_precision", EngineSpec.matmul_precision), platform)
     view["experiment_code"] = code_identity.state(meta)
+    if train.get("give_up"):
+        view["early_failure"] = early_failure_text(train["give_up"], train.get("give_up_pace", TrainSpec.give_up_pace))
     if train.get("integrator") == "gradient_flow":
         rtol, atol = train.get("rtol", TrainSpec.rtol), train.get("atol", TrainSpec.atol)
         view["integrator"] = f"gradient flow, diffrax Tsit5, rtol {number(rtol)}, atol {number(atol)}"
     return view
+
+
+def early_failure_text(window: int, pace: float) -> str:
+    """`train.give_up` in words (jaxmem.engine.program.hopeless): a failing run's final metrics are where it stopped."""
+    return (
+        f"on: a run stopped once its best, gaining {number(pace)}x what it gained over its last {window} evaluations "
+        "every as many from then on, could not reach the threshold in its budget (its final metrics are where it "
+        "stopped)"
+    )
 
 
 def effective_plan(planned: pd.DataFrame, experiment) -> pd.DataFrame:

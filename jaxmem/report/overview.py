@@ -19,6 +19,7 @@ META_FIELDS = (
     ("experiment_code", "Experiment code"),
     ("device", "Device"),
     ("matmul_precision", "Matmul precision"),
+    ("early_failure", "Early-failure rule"),
     ("jaxmem_version", "jaxmem version"),
     ("wall_time_s", "Total wall time"),
 )
